@@ -1,0 +1,16 @@
+"""tracejit: trace NumPy-style Python functions into a typed IR, differentiate the IR, and
+compile it to fused, vectorised native code through llvmlite.
+
+    import tracejit as tj
+    f = tj.trace(lambda a, b, c: (a * b + c) ** 2)
+    f(2.0, 3.0, 1.0)        # 49.0
+    print(f.ir(2.0, 3.0, 1.0))
+"""
+from . import numpy  # noqa: F401  (first: installs NumPy's operators on tracers)
+from .api import trace, jit, make_ir, Traced  # noqa: F401
+from .config import config  # noqa: F401
+from .tree import register_pytree_node  # noqa: F401
+from .errors import (TracerError, ConcretizationError, ShapeError, DTypeError,  # noqa: F401
+                     UnsupportedError, InputError, NaNError)
+
+__version__ = "0.1.0"

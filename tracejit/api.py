@@ -1,0 +1,311 @@
+"""``trace`` (alias ``jit``): trace once per input signature, simplify, compile, cache.
+
+The signature of a call is its pytree structure, (dtype, shape, weak) of every array leaf and the
+values of static arguments. A per-function LRU cache maps signatures to compiled executables;
+``cache_info()`` counts hits, misses and traces, and ``config.log_retraces`` explains each retrace
+by the argument path that changed. Python side effects of the function happen while tracing only.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+from collections import OrderedDict
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+from . import dtypes, tree
+from .config import config
+from .core import Tracer, make_graph
+from .errors import InputError
+from .ir import Graph, Type
+from .passes import simplify
+
+log = logging.getLogger("tracejit")
+
+
+class CacheInfo(NamedTuple):
+    hits: int
+    misses: int
+    traces: int
+    maxsize: int
+    currsize: int
+
+
+def leaf_type(x, path: str) -> Type:
+    """The IR type of an argument leaf; Python scalars are weak. Bad leaves name their path."""
+    if isinstance(x, Tracer):
+        return x.ty
+    if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
+        return Type(dtypes.WEAK_DEFAULT[type(x)], (), weak=True)
+    if isinstance(x, (np.ndarray, np.generic)):
+        dt = x.dtype
+    else:
+        if isinstance(x, (str, bytes)) or not hasattr(x, "__array__") and \
+                not isinstance(x, (list, tuple)):
+            raise InputError(f"argument {path} is a {type(x).__name__} ({x!r:.60}), not an array "
+                             f"or number. Pass arrays/numbers, or mark it static with "
+                             f"static_argnums / static_argnames.")
+        dt = np.asarray(x).dtype
+    try:
+        dt = dtypes.canonical(dt, what=f"argument {path}")
+    except Exception as e:
+        raise InputError(str(e).split("\n")[0] + f" (argument {path})") from None
+    return Type(dt, tuple(np.shape(x)))
+
+
+class Signature(NamedTuple):
+    treedef: Any
+    types: tuple
+    static: tuple
+
+
+class Compiled:
+    """One traced and compiled signature: the graph, its output structure and an executable."""
+
+    def __init__(self, graph: Graph, raw: Graph, out_tree, backend: str):
+        self.graph = graph
+        self.raw = raw
+        self.out_tree = out_tree
+        self.backend = backend
+        self.executable = _compile(graph, backend)
+
+    def __call__(self, leaves):
+        args = [np.asarray(x, dtype=v.ty.dtype) for x, v in zip(leaves, self.graph.invars)]
+        outs = self.executable(args)
+        return tree.unflatten(self.out_tree, outs)
+
+
+def _compile(graph: Graph, backend: str):
+    if backend == "interpret":
+        from . import interpret
+        return functools.partial(interpret.run, graph)
+    if backend == "llvm":
+        try:
+            from .backend import compile_graph
+        except ImportError:
+            from . import interpret
+            return functools.partial(interpret.run, graph)
+        return compile_graph(graph)
+    raise ValueError(f"unknown backend {backend!r}; use 'llvm' or 'interpret'")
+
+
+class Traced:
+    """A traced function: call it like the original; inspect it with ``ir``, ``cache_info``.
+
+    Created by :func:`trace`; see there.
+    """
+
+    def __init__(self, fun: Callable, static_argnums=(), static_argnames=(), backend=None):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.backend = backend
+        try:
+            self._sig = inspect.signature(fun)
+        except (TypeError, ValueError):
+            self._sig = None
+        self.static_argnums = _as_tuple(static_argnums)
+        self.static_argnames = _as_tuple(static_argnames)
+        if self._sig is not None:
+            params = list(self._sig.parameters)
+            for n in self.static_argnames:
+                if n in params and params.index(n) not in self.static_argnums:
+                    self.static_argnums += (params.index(n),)
+            for i in self.static_argnums:
+                if i < len(params) and params[i] not in self.static_argnames:
+                    self.static_argnames += (params[i],)
+        self._cache: OrderedDict = OrderedDict()
+        self._hits = self._misses = self._traces = 0
+        self._last_sig: Signature | None = None
+
+    # signature ---------------------------------------------------------------------------------
+    def _split(self, args, kwargs):
+        """(dynamic leaves, Signature) for a call."""
+        static = []
+        dyn_args = []
+        for i, a in enumerate(args):
+            if i in self.static_argnums:
+                static.append((i, _hashable(a, f"static argument {i}")))
+            else:
+                dyn_args.append(a)
+        dyn_kwargs = {}
+        for k, v in kwargs.items():
+            if k in self.static_argnames:
+                static.append((k, _hashable(v, f"static argument {k!r}")))
+            else:
+                dyn_kwargs[k] = v
+        leaves, treedef = tree.flatten((tuple(dyn_args), dyn_kwargs))
+        paths = tree.leaf_paths(treedef)
+        types = tuple(leaf_type(x, _pretty_path(p, self._sig)) for x, p in zip(leaves, paths))
+        return leaves, Signature(treedef, types, tuple(static))
+
+    def _rebuild_args(self, args, kwargs, sig: Signature, tracers):
+        dyn_args, dyn_kwargs = tree.unflatten(sig.treedef, tracers)
+        it = iter(dyn_args)
+        full = [a if i in self.static_argnums else next(it) for i, a in enumerate(args)]
+        kw = {k: (v if k in self.static_argnames else dyn_kwargs[k]) for k, v in kwargs.items()}
+        return full, kw
+
+    # tracing -----------------------------------------------------------------------------------
+    def trace_graph(self, args, kwargs, sig: Signature | None = None):
+        """Trace for the signature of ``args``: (raw graph, output treedef)."""
+        if sig is None:
+            _, sig = self._split(args, kwargs)
+        out_tree_box = []
+
+        def flat_fun(*tracers):
+            full, kw = self._rebuild_args(args, kwargs, sig, tracers)
+            out = self.fun(*full, **kw)
+            leaves, out_tree = tree.flatten(out)
+            out_tree_box.append(out_tree)
+            return leaves
+
+        self._traces += 1
+        graph, captured = make_graph(flat_fun, sig.types)
+        assert not captured
+        return graph, out_tree_box[0]
+
+    def _compile_sig(self, args, kwargs, sig: Signature) -> Compiled:
+        if config.log_retraces and self._last_sig is not None:
+            log.warning("tracejit: retracing %s: %s", self.__name__,
+                        _explain(self._last_sig, sig, self._sig))
+        raw, out_tree = self.trace_graph(args, kwargs, sig)
+        graph = simplify(raw)
+        return Compiled(graph, raw, out_tree, self.backend or config.backend)
+
+    # calling -----------------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        leaves, sig = self._split(args, kwargs)
+        if any(isinstance(x, Tracer) for x in leaves):
+            return self.fun(*args, **kwargs)        # inside another trace: inline
+        key = (sig, self.backend or config.backend)
+        entry = self._cache.get(key)
+        if entry is None:
+            self._misses += 1
+            entry = self._compile_sig(args, kwargs, sig)
+            self._cache[key] = entry
+            while len(self._cache) > max(1, config.cache_size):
+                self._cache.popitem(last=False)
+        else:
+            self._hits += 1
+            self._cache.move_to_end(key)
+        self._last_sig = sig
+        return entry(leaves)
+
+    def lower(self, *args, **kwargs) -> Compiled:
+        """The compiled entry for these arguments' signature (compiling if needed)."""
+        leaves, sig = self._split(args, kwargs)
+        key = (sig, self.backend or config.backend)
+        if key not in self._cache:
+            self._misses += 1
+            self._cache[key] = self._compile_sig(args, kwargs, sig)
+        return self._cache[key]
+
+    # inspection --------------------------------------------------------------------------------
+    def ir(self, *args, optimize: bool = True, stage: str | None = None, **kwargs):
+        """The IR for the signature of ``args`` (``optimize=False``: the raw trace).
+
+        ``stage="fused"`` shows the backend's fusion groups (llvm backend).
+        """
+        if stage is not None:
+            from .backend import describe_stage
+            return describe_stage(self.lower(*args, **kwargs), stage)
+        _, sig = self._split(args, kwargs)
+        saved = self._traces
+        raw, _ = self.trace_graph(args, kwargs, sig)
+        self._traces = saved
+        return simplify(raw) if optimize else raw
+
+    def inspect_llvm(self, *args, **kwargs) -> str:
+        """The LLVM IR compiled for this signature."""
+        return self.lower(*args, **kwargs).executable.llvm_ir
+
+    def inspect_asm(self, *args, **kwargs) -> str:
+        """The host assembly compiled for this signature."""
+        return self.lower(*args, **kwargs).executable.asm()
+
+    def memory_analysis(self, *args, **kwargs):
+        """Argument, output and temporary bytes of the compiled function for this signature."""
+        return self.lower(*args, **kwargs).executable.memory_analysis()
+
+    def cache_info(self) -> CacheInfo:
+        return CacheInfo(self._hits, self._misses, self._traces, config.cache_size,
+                         len(self._cache))
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+        self._last_sig = None
+
+    def __repr__(self):
+        return f"<tracejit.trace of {getattr(self.fun, '__qualname__', self.fun)}>"
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+
+def trace(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), backend=None):
+    """Trace ``fun`` once per input signature and compile it; use as ``@trace`` or
+    ``trace(f, static_argnums=...)``.
+
+    Arguments are pytrees of arrays and numbers; Python scalars are weakly typed and traced, not
+    baked in. Static arguments (hashable) are passed to the function as Python values and are part
+    of the cache key. The returned object calls like ``fun`` and has ``ir``, ``inspect_llvm``,
+    ``inspect_asm``, ``memory_analysis``, ``cache_info`` and ``clear_cache``.
+    """
+    if fun is None:
+        return functools.partial(trace, static_argnums=static_argnums,
+                                 static_argnames=static_argnames, backend=backend)
+    return Traced(fun, static_argnums, static_argnames, backend)
+
+
+jit = trace
+
+
+def make_ir(fun: Callable, *, static_argnums=(), static_argnames=(), optimize=True):
+    """``make_ir(f)(*args)`` is the (simplified) IR of ``f`` for these arguments."""
+    def ir_of(*args, **kwargs):
+        t = fun if isinstance(fun, Traced) else Traced(fun, static_argnums, static_argnames)
+        return t.ir(*args, optimize=optimize, **kwargs)
+    return ir_of
+
+
+def _as_tuple(x):
+    if x is None:
+        return ()
+    if isinstance(x, (int, str)):
+        return (x,)
+    return tuple(x)
+
+
+def _hashable(value, what):
+    try:
+        hash(value)
+    except TypeError:
+        raise InputError(f"{what} must be hashable to be part of the trace cache key, got "
+                         f"{type(value).__name__}; pass a tuple instead of a list, or make it a "
+                         f"traced (non-static) argument") from None
+    return value
+
+
+def _pretty_path(path, sig):
+    """'[0][0]...' of the (args, kwargs) tree to 'args[0]...' / 'kwargs['x']...'."""
+    if path.startswith("[0]"):
+        rest = path[3:]
+        return "args" + rest
+    if path.startswith("[1]"):
+        return "kwargs" + path[3:]
+    return path
+
+
+def _explain(old: Signature, new: Signature, sig) -> str:
+    if old.static != new.static:
+        return f"static arguments changed from {old.static} to {new.static}"
+    if old.treedef != new.treedef:
+        return f"argument structure changed from {old.treedef} to {new.treedef}"
+    paths = tree.leaf_paths(new.treedef)
+    diffs = [f"{_pretty_path(p, sig)} changed from {a} to {b}"
+             for p, a, b in zip(paths, old.types, new.types) if a != b]
+    return "; ".join(diffs) or "cache entry evicted (LRU)"

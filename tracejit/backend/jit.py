@@ -1,0 +1,155 @@
+"""The one module that imports ``llvmlite.binding``: host target machine, optimisation pipeline,
+one process-wide MCJIT engine, symbol registration and assembly printing.
+
+Invariants (llvmlite 0.50 / LLVM 22 pitfalls, see shared/reference notes):
+- never call ``llvm.initialize()`` (it raises); only the native target and asm printer are set up;
+- one execution engine per TargetMachine: the engine owns ``_engine_tm``; pass building and asm
+  printing use separate TargetMachines;
+- every entry point name is unique (the engine silently keeps the latest definition of a name);
+- every external declaration must resolve before code runs (an unresolved symbol segfaults on the
+  first call), so ``compile_ir`` checks them.
+"""
+from __future__ import annotations
+
+import threading
+
+import llvmlite.binding as llvm
+
+llvm.initialize_native_target()
+llvm.initialize_native_asmprinter()
+
+_lock = threading.RLock()
+_engine = None
+_counter = 0
+
+
+def host_cpu():
+    """(cpu name, feature string) of the host, used for target machines and cache keys."""
+    return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+
+
+def _target_machine(opt=3):
+    cpu, features = host_cpu()
+    target = llvm.Target.from_default_triple()
+    return target.create_target_machine(cpu=cpu, features=features, opt=opt, jit=True)
+
+
+_pass_tm = None
+_asm_tm = None
+
+
+def triple():
+    return llvm.get_process_triple()
+
+
+def data_layout():
+    global _pass_tm
+    if _pass_tm is None:
+        _pass_tm = _target_machine()
+    return str(_pass_tm.target_data)
+
+
+def _get_engine():
+    global _engine
+    if _engine is None:
+        empty = llvm.parse_assembly("")
+        empty.triple = triple()
+        _engine = llvm.create_mcjit_compiler(empty, _target_machine())
+    return _engine
+
+
+def unique_name(prefix: str) -> str:
+    """A process-unique symbol name (MCJIT keeps only the latest definition of a name)."""
+    global _counter
+    with _lock:
+        _counter += 1
+        return f"{prefix}_{_counter}"
+
+
+def add_symbol(name: str, address: int) -> None:
+    """Make ``name`` resolve to ``address`` for modules compiled after this call."""
+    llvm.add_symbol(name, address)
+
+
+def address_of_symbol(name: str):
+    _get_engine()
+    return llvm.address_of_symbol(name)
+
+
+def optimize(mod, level: int = 1) -> None:
+    """Run the new-pass-manager pipeline at ``level`` (O1 is enough for explicit vector IR)."""
+    global _pass_tm
+    if level <= 0:
+        return
+    if _pass_tm is None:
+        _pass_tm = _target_machine()
+    pto = llvm.create_pipeline_tuning_options(level)
+    pto.loop_vectorization = level >= 2
+    pto.slp_vectorization = False
+    pb = llvm.create_pass_builder(_pass_tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+
+
+def parse(llvm_ir: str):
+    mod = llvm.parse_assembly(str(llvm_ir))
+    mod.verify()
+    return mod
+
+
+def compile_ir(llvm_ir, opt: int = 1):
+    """Parse, verify, optimise and add an LLVM module to the process engine.
+
+    ``llvm_ir`` is an ``llvmlite.ir.Module`` or its text. Returns the binding module (kept alive by
+    the engine). Raises RuntimeError naming any external symbol that does not resolve.
+    """
+    with _lock:
+        engine = _get_engine()
+        mod = parse(llvm_ir)
+        mod.triple = triple()
+        mod.data_layout = data_layout()
+        optimize(mod, opt)
+        for fn in mod.functions:
+            if fn.is_declaration and not fn.name.startswith("llvm."):
+                if llvm.address_of_symbol(fn.name) is None:
+                    raise RuntimeError(f"tracejit: unresolved external function {fn.name!r}")
+        for gv in mod.global_variables:
+            if gv.is_declaration and llvm.address_of_symbol(gv.name) is None:
+                raise RuntimeError(f"tracejit: unresolved external global {gv.name!r}")
+        engine.add_module(mod)
+        engine.finalize_object()
+        engine.run_static_constructors()
+        return mod
+
+
+def function_address(name: str) -> int:
+    """Address of a compiled function (after ``compile_ir``)."""
+    with _lock:
+        addr = _get_engine().get_function_address(name)
+    if not addr:
+        raise RuntimeError(f"tracejit: no compiled function named {name!r}")
+    return addr
+
+
+def global_address(name: str) -> int:
+    with _lock:
+        return _get_engine().get_global_value_address(name)
+
+
+def emit_assembly(llvm_ir, opt: int = 1) -> str:
+    """Assembly text for a module (compiled separately; nothing is added to the engine)."""
+    global _asm_tm
+    if _asm_tm is None:
+        _asm_tm = _target_machine()
+    mod = parse(llvm_ir)
+    mod.triple = triple()
+    mod.data_layout = data_layout()
+    optimize(mod, opt)
+    return _asm_tm.emit_assembly(mod)
+
+
+def optimized_ir(llvm_ir, opt: int = 1) -> str:
+    mod = parse(llvm_ir)
+    mod.triple = triple()
+    mod.data_layout = data_layout()
+    optimize(mod, opt)
+    return str(mod)

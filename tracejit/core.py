@@ -1,0 +1,329 @@
+"""Primitives, the one tracer type, the graph builder, and graph evaluation.
+
+``Primitive.bind`` is the only way an operation happens: with a tracer among the operands it
+records an equation in the current builder (a ContextVar); otherwise it runs the primitive's NumPy
+reference implementation. ``eval_graph`` walks a graph calling ``bind``, so evaluating a graph on
+tracers inlines it into the enclosing trace, and evaluating it on arrays is the interpreter.
+"""
+from __future__ import annotations
+
+import contextvars
+from typing import Any, Callable
+
+import numpy as np
+
+from . import dtypes
+from .errors import ConcretizationError, TracerError, user_location
+from .ir import Eqn, Graph, Literal, Type, Var
+
+
+class Primitive:
+    """Everything about one primitive in one record.
+
+    kind: 'elementwise' | 'reduction' | 'structural' | 'contraction' | 'control' | 'other'.
+    Rules (None until defined; a missing rule is reported by the registry test):
+      shape_rule(*in_types, **params) -> Type | list[Type]
+      impl(*arrays, **params) -> array | list      NumPy reference (the oracle)
+      jvp(primals, tangents, **params) -> (outs, tangent_outs)
+      transpose(cts, *args, **params) -> cts for the linear (UndefinedPrimal) args
+      batch(args, dims, **params) -> (outs, out_dims)
+      lower: backend-specific emitter (attached by the backend)
+    props: linear, commutative, identity, ... (data read by passes and rules).
+    """
+
+    def __init__(self, name: str, kind: str, shape_rule: Callable, impl: Callable, *,
+                 multiple_results: bool = False, **props):
+        self.name = name
+        self.kind = kind
+        self.shape_rule = shape_rule
+        self.impl = impl
+        self.multiple_results = multiple_results
+        self.jvp: Callable | None = None
+        self.transpose: Callable | None = None
+        self.batch: Callable | None = None
+        self.props = props
+        REGISTRY[name] = self
+
+    def __repr__(self):
+        return f"Primitive({self.name})"
+
+    def abstract_eval(self, in_types, **params) -> list[Type]:
+        out = self.shape_rule(*in_types, **params)
+        return list(out) if self.multiple_results else [out]
+
+    def bind(self, *args, **params):
+        builder = _builder_for(args)
+        if builder is None:
+            values = [a.value if isinstance(a, Literal) else a for a in args]
+            out = self.impl(*values, **params)
+            return out if self.multiple_results else out
+        outs = builder.add_eqn(self, args, params)
+        return outs if self.multiple_results else outs[0]
+
+
+REGISTRY: dict[str, Primitive] = {}
+
+
+# ---------------------------------------------------------------------------------------------
+# tracers and the builder
+
+_current: contextvars.ContextVar = contextvars.ContextVar("tracejit_builder", default=None)
+
+
+class Tracer:
+    """A traced value: a Var in some builder, with NumPy's array interface on top."""
+    __slots__ = ("builder", "irvar", "is_input", "base", "viewed")
+    __array_priority__ = 1000
+
+    def __init__(self, builder: "Builder", var: Var):
+        self.builder = builder
+        self.irvar = var
+        # NumPy aliasing bookkeeping for `x[idx] = v` (see tracejit.numpy.methods)
+        self.is_input = False      # an argument of the traced function: never written
+        self.base = None           # the tracer this one is a NumPy view of
+        self.viewed = False        # a view of this tracer was taken
+
+    # array attributes -------------------------------------------------------------------------
+    @property
+    def ty(self) -> Type:
+        return self.irvar.ty
+
+    @property
+    def shape(self):
+        return self.irvar.ty.shape
+
+    @property
+    def dtype(self):
+        return self.irvar.ty.dtype
+
+    @property
+    def ndim(self):
+        return len(self.irvar.ty.shape)
+
+    @property
+    def size(self):
+        return self.irvar.ty.size
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a 0-d traced array")
+        return self.shape[0]
+
+    def __repr__(self):
+        return f"Tracer<{self.irvar.ty}>"
+
+    # values that need concrete data ------------------------------------------------------------
+    def _concrete(self, what, instead):
+        raise ConcretizationError(
+            f"{what} needs a concrete value, but this is a traced array {self.irvar.ty} whose value "
+            f"is only known when the compiled function runs. {instead}")
+
+    def __bool__(self):
+        self._concrete("Python control flow on a traced value (if/while/and/or/bool())",
+                       "Use tracejit.numpy.where(cond, a, b) for a select, tracejit.cond / "
+                       "tracejit.while_loop for branches and loops, or mark the argument static "
+                       "with static_argnums / static_argnames.")
+
+    def __float__(self):
+        self._concrete("float()", "Keep it an array, or pass it as a static argument.")
+
+    def __int__(self):
+        self._concrete("int()", "Keep it an array, or pass it as a static argument.")
+
+    def __complex__(self):
+        self._concrete("complex()", "Keep it an array, or pass it as a static argument.")
+
+    def __index__(self):
+        self._concrete("Using a traced value as an index or a shape (__index__)",
+                       "Shapes must be static: pass the value with static_argnums, or index with "
+                       "an integer array instead of a Python int.")
+
+    def tolist(self):
+        self._concrete(".tolist()", "Return the array from the traced function instead.")
+
+    def item(self):
+        self._concrete(".item()", "Return the array from the traced function instead.")
+
+    def __array__(self, *args, **kwargs):
+        self._concrete("Converting to a NumPy array (np.asarray / __array__)",
+                       "Use tracejit.numpy (or plain NumPy functions, which dispatch to "
+                       "tracejit on tracers) instead of forcing a concrete array.")
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d traced array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __hash__(self):
+        return id(self)
+
+    # NumPy protocols: defined in tracejit.numpy (operators, methods, ufuncs, array functions)
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from .numpy.dispatch import array_ufunc
+        return array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        from .numpy.dispatch import array_function
+        return array_function(func, args, kwargs)
+
+
+class Builder:
+    """Collects equations of one trace. Outer tracers used inside become extra inputs."""
+
+    def __init__(self, parent: "Builder | None" = None):
+        self.parent = parent
+        self.eqns: list[Eqn] = []
+        self.invars: list[Var] = []
+        self.constvars: list[Var] = []
+        self.constvals: list[np.ndarray] = []
+        self._const_index: dict[int, Var] = {}
+        self.captured: list[Tracer] = []         # outer tracers, in order of capture
+        self.captured_vars: list[Var] = []
+        self._capture_index: dict[int, Var] = {}
+        self.finished = False
+
+    def new_input(self, ty: Type) -> Tracer:
+        v = Var(ty)
+        self.invars.append(v)
+        t = Tracer(self, v)
+        t.is_input = True
+        return t
+
+    def atom(self, x) -> Var | Literal:
+        """The IR operand for a Python value used in this trace."""
+        if isinstance(x, Tracer):
+            if x.builder is self:
+                return x.irvar
+            return self._capture(x)
+        if isinstance(x, Literal):
+            return x
+        if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
+            dt = dtypes.WEAK_DEFAULT[type(x)]
+            if type(x) is int and not (-2**63 <= x < 2**63):
+                raise OverflowError(f"Python int {x} does not fit in int64")
+            return Literal(x, Type(dt, (), weak=True))
+        arr = np.asarray(x)
+        if arr.dtype == object or arr.dtype.kind in "USMmOV":
+            raise TracerError(f"cannot use a value of type {type(x).__name__} "
+                              f"(dtype {arr.dtype}) in a traced computation")
+        dt = dtypes.canonical(arr.dtype, what="a constant captured by the trace")
+        if arr.ndim == 0:
+            return Literal(arr.astype(dt)[()], Type(dt, ()))
+        return self._const(arr.astype(dt, copy=False) if arr.dtype != dt else arr)
+
+    def _const(self, arr: np.ndarray) -> Var:
+        v = self._const_index.get(id(arr))
+        if v is None:
+            v = Var(Type(arr.dtype, arr.shape))
+            self._const_index[id(arr)] = v
+            self.constvars.append(v)
+            self.constvals.append(arr)
+        return v
+
+    def _capture(self, t: Tracer) -> Var:
+        if t.builder.finished:
+            raise TracerError(
+                f"a traced value {t.ty} escaped from the trace that created it (a 'leaked' tracer, "
+                f"e.g. stored in a global or a closure and used later). Pass it as an argument.")
+        v = self._capture_index.get(id(t))
+        if v is None:
+            v = Var(t.ty)
+            self._capture_index[id(t)] = v
+            self.captured.append(t)
+            self.captured_vars.append(v)
+        return v
+
+    def add_eqn(self, prim: Primitive, args, params) -> list[Tracer]:
+        atoms = [self.atom(a) for a in args]
+        out_types = prim.abstract_eval([a.ty for a in atoms], **params)
+        outvars = [Var(t) for t in out_types]
+        self.eqns.append(Eqn(prim, tuple(atoms), tuple(outvars), params, user_location()))
+        return [Tracer(self, v) for v in outvars]
+
+    def finish(self, outs) -> Graph:
+        out_atoms = tuple(self.atom(o) for o in outs)
+        self.finished = True
+        return Graph(tuple(self.invars) + tuple(self.captured_vars), out_atoms, self.eqns,
+                     tuple(self.constvars), tuple(self.constvals))
+
+
+def _builder_for(args) -> Builder | None:
+    cur = _current.get()
+    for a in args:
+        if isinstance(a, Tracer):
+            if cur is None:
+                raise TracerError(
+                    f"a traced value {a.ty} was used outside of any trace (a leaked tracer, e.g. "
+                    f"saved in a global during tracing). Return it from the function instead.")
+            return cur
+    return None
+
+
+def current_builder() -> Builder | None:
+    return _current.get()
+
+
+def is_tracer(x) -> bool:
+    return isinstance(x, Tracer)
+
+
+def make_graph(fn: Callable, in_types, *, nout_hint=None) -> tuple[Graph, list]:
+    """Trace ``fn(*tracers) -> list of outputs`` into a Graph.
+
+    Returns (graph, captured): outer tracers the function closed over become trailing graph inputs;
+    ``captured`` lists them so the caller can pass them when evaluating the graph.
+    """
+    builder = Builder(_current.get())
+    args = [builder.new_input(t) for t in in_types]
+    token = _current.set(builder)
+    try:
+        outs = fn(*args)
+        graph = builder.finish(list(outs))
+    finally:
+        _current.reset(token)
+        builder.finished = True
+    return graph, list(builder.captured)
+
+
+def eval_graph(graph: Graph, args, *, on_eqn=None) -> list:
+    """Evaluate ``graph`` on values (arrays → interpret; tracers → inline into the current trace).
+
+    ``on_eqn(eqn, outs)`` is called after each equation (used by debug_nans).
+    """
+    env: dict[int, Any] = {}
+
+    def read(a):
+        return a if isinstance(a, Literal) else env[id(a)]
+
+    if len(args) != len(graph.invars):
+        raise TypeError(f"graph takes {len(graph.invars)} inputs, got {len(args)}")
+    for v, x in zip(graph.invars, args):
+        env[id(v)] = x
+    for v, x in zip(graph.constvars, graph.constvals):
+        env[id(v)] = x
+    for eqn in graph.eqns:
+        outs = eqn.prim.bind(*[read(a) for a in eqn.invars], **eqn.params)
+        if not eqn.prim.multiple_results:
+            outs = [outs]
+        if on_eqn is not None:
+            on_eqn(eqn, outs)
+        for v, x in zip(eqn.outvars, outs):
+            env[id(v)] = x
+    return [read(a) for a in graph.outvars]
+
+
+def literal_value(a):
+    """The NumPy value of a Literal, or a concrete array/scalar as is."""
+    return a.value if isinstance(a, Literal) else a
+
+
+def type_of(x) -> Type:
+    """The IR type of a tracer, literal, array or Python scalar (Python scalars are weak)."""
+    if isinstance(x, Tracer):
+        return x.ty
+    if isinstance(x, Literal):
+        return x.ty
+    if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
+        return Type(dtypes.WEAK_DEFAULT[type(x)], (), weak=True)
+    arr = np.asarray(x)
+    return Type(dtypes.canonical(arr.dtype), arr.shape)

@@ -1,0 +1,99 @@
+"""The dtypes tracejit supports and NumPy's promotion rules with weak (Python-scalar) types.
+
+A weak type comes from a Python scalar: it adopts the kind-compatible dtype of the other operand
+(``f32_array * 2.0`` stays f32), as in NumPy 2 (NEP 50) and JAX.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import DTypeError
+
+bool_ = np.dtype(np.bool_)
+int32 = np.dtype(np.int32)
+int64 = np.dtype(np.int64)
+float32 = np.dtype(np.float32)
+float64 = np.dtype(np.float64)
+complex64 = np.dtype(np.complex64)
+complex128 = np.dtype(np.complex128)
+
+SUPPORTED = (bool_, int32, int64, float32, float64, complex64, complex128)
+SHORT = {bool_: "bool", int32: "i32", int64: "i64", float32: "f32", float64: "f64",
+         complex64: "c64", complex128: "c128"}
+_KIND_ORDER = {"b": 0, "i": 1, "f": 2, "c": 3}
+
+# Python scalar type -> the dtype of its weak type
+WEAK_DEFAULT = {bool: bool_, int: int64, float: float64, complex: complex128}
+
+
+def canonical(dtype, what="value") -> np.dtype:
+    """Map a dtype-like to one of SUPPORTED, or raise a DTypeError that says what to use."""
+    dt = np.dtype(dtype)
+    if dt in SUPPORTED:
+        return dt
+    mapping = {np.dtype(np.int8): int32, np.dtype(np.int16): int32, np.dtype(np.uint8): int32,
+               np.dtype(np.uint16): int32, np.dtype(np.uint32): int64}
+    if dt in mapping:
+        return mapping[dt]
+    raise DTypeError(f"tracejit does not support dtype {dt} for {what}; supported dtypes are "
+                     f"{', '.join(str(d) for d in SUPPORTED)}. Convert with .astype(...) first.")
+
+
+def is_float(dt) -> bool:
+    return np.dtype(dt).kind == "f"
+
+
+def is_complex(dt) -> bool:
+    return np.dtype(dt).kind == "c"
+
+
+def is_inexact(dt) -> bool:
+    return np.dtype(dt).kind in "fc"
+
+
+def is_int(dt) -> bool:
+    return np.dtype(dt).kind == "i"
+
+
+def real_dtype(dt) -> np.dtype:
+    dt = np.dtype(dt)
+    return {complex64: float32, complex128: float64}.get(dt, dt)
+
+
+def complex_dtype(dt) -> np.dtype:
+    dt = np.dtype(dt)
+    return {float32: complex64, float64: complex128}.get(dt, complex128 if dt.kind in "bi" else dt)
+
+
+def float_dtype(dt) -> np.dtype:
+    """The inexact dtype an operation like sin/sqrt gives for ``dt`` (ints go to float64)."""
+    dt = np.dtype(dt)
+    return dt if dt.kind in "fc" else float64
+
+
+def promote(*typed) -> tuple[np.dtype, bool]:
+    """Result (dtype, weak) of combining (dtype, weak) pairs, NumPy 2 style.
+
+    Strong types promote with np.promote_types; a weak operand only raises the *kind*
+    (bool < int < float < complex), then takes the default precision of that kind unless a strong
+    operand of that kind exists already.
+    """
+    strong = [np.dtype(d) for d, w in typed if not w]
+    weak = [np.dtype(d) for d, w in typed if w]
+    if not strong:
+        result = weak[0]
+        for d in weak[1:]:
+            result = np.promote_types(result, d)
+        return result, True
+    result = strong[0]
+    for d in strong[1:]:
+        result = np.promote_types(result, d)
+    for d in weak:
+        if _KIND_ORDER[d.kind] > _KIND_ORDER[result.kind]:
+            if d.kind == "c":
+                result = complex_dtype(result) if result.kind == "f" else complex128
+            elif d.kind == "f":
+                result = float64
+            elif d.kind == "i":
+                result = int64
+    return canonical(result), False

@@ -1,0 +1,90 @@
+"""Errors that point at the user's code.
+
+Every error raised while tracing names the first stack frame outside the tracejit package (the
+user's file:line), the operation, the shapes/dtypes involved and what to do instead.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_NUMPY_DIR = None
+
+
+def _is_internal(filename: str) -> bool:
+    global _NUMPY_DIR
+    if _NUMPY_DIR is None:
+        import numpy
+        _NUMPY_DIR = os.path.dirname(os.path.abspath(numpy.__file__))
+    path = os.path.abspath(filename)
+    return path.startswith(_PACKAGE_DIR + os.sep) or path.startswith(_NUMPY_DIR + os.sep) \
+        or filename.startswith("<frozen") or "/_pytest/" in filename or "/pluggy/" in filename
+
+
+def user_location() -> str | None:
+    """'file.py:12' of the innermost frame outside tracejit and numpy, or None."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if not _is_internal(frame.f_code.co_filename):
+            return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None
+
+
+def user_frame_full() -> str | None:
+    """Like user_location but with the full path, for messages."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if not _is_internal(frame.f_code.co_filename):
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None
+
+
+def _with_location(message: str) -> str:
+    loc = user_frame_full()
+    return f"{message}\n  at {loc}" if loc else message
+
+
+class TracerError(Exception):
+    """Base class of tracejit's user-facing errors."""
+
+
+class ConcretizationError(TracerError, TypeError):
+    """A traced value was used where a concrete Python value is needed (if, bool, float, shape)."""
+
+    def __init__(self, message):
+        super().__init__(_with_location(message))
+
+
+class ShapeError(TracerError, ValueError):
+    """Shapes do not fit the operation."""
+
+    def __init__(self, message):
+        super().__init__(_with_location(message))
+
+
+class DTypeError(TracerError, TypeError):
+    """An unsupported or mismatched dtype."""
+
+    def __init__(self, message):
+        super().__init__(_with_location(message))
+
+
+class UnsupportedError(TracerError, NotImplementedError):
+    """A NumPy function or feature tracejit does not provide."""
+
+    def __init__(self, message):
+        super().__init__(_with_location(message))
+
+
+class InputError(TracerError, TypeError):
+    """A bad argument to a traced or transformed function."""
+
+    def __init__(self, message):
+        super().__init__(_with_location(message))
+
+
+class NaNError(TracerError, FloatingPointError):
+    """Raised under ``config.debug_nans`` at the first equation that produced a NaN."""

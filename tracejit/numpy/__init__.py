@@ -1,0 +1,17 @@
+"""tracejit.numpy: NumPy's API for concrete arrays and tracers alike.
+
+On concrete inputs every function is NumPy's own; on tracers it records primitives. Plain NumPy
+calls on tracers reach the same functions through ``__array_ufunc__``/``__array_function__``.
+"""
+from numpy import (pi, e, inf, nan, newaxis, float32, float64, complex64, complex128,  # noqa: F401
+                   int32, int64, bool_, dtype, ndarray, iinfo, finfo)
+
+from . import methods as _methods  # noqa: F401  (installs operators on tracers)
+from .creation import *  # noqa: F401,F403
+from .indexing import *  # noqa: F401,F403
+from .linalg import *  # noqa: F401,F403
+from .logic import *  # noqa: F401,F403
+from .math import *  # noqa: F401,F403
+from .reductions import *  # noqa: F401,F403
+from .shape import *  # noqa: F401,F403
+from .extra import *  # noqa: F401,F403

@@ -1,0 +1,334 @@
+"""Indexing: x[idx] (basic and advanced, NumPy's rules), take, take_along_axis, x.at[idx].op(v).
+
+Basic indexing (ints, slices with any step, None, ...) becomes slice/rev/reshape equations.
+Advanced indexing (integer arrays, concrete boolean masks) moves the indexed axes to the front,
+merges them and gathers with one ``take`` on a flat index, then places the result dims where
+NumPy puts them. Concrete indices are bounds-checked at trace time (IndexError, as NumPy); traced
+out-of-range indices raise IndexError when the function runs. A traced boolean mask has a
+data-dependent result shape and is refused with advice (``where``, ``.at[mask]``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ..core import Tracer, type_of
+from ..errors import ConcretizationError, UnsupportedError
+from ..ops import structural as st
+from ._base import as_traceable, broadcast_shapes, implements, normalize_axis
+
+__all__ = ["take", "take_along_axis", "getitem", "compress", "extract"]
+
+
+def _is_int(c):
+    return isinstance(c, (int, np.integer)) and not isinstance(c, (bool, np.bool_))
+
+
+def _expand(idx, ndim):
+    """Index tuple with Ellipsis expanded and concrete boolean masks turned into int arrays."""
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    comps = []
+    for c in idx:
+        if isinstance(c, Tracer):
+            if c.dtype == dtypes.bool_:
+                raise ConcretizationError(
+                    f"indexing with a traced boolean mask {c.ty} has a data-dependent result "
+                    f"shape. Use numpy.where(mask, x, 0), or x.at[mask].set(v) for an update.")
+            if c.dtype.kind != "i":
+                raise IndexError(f"arrays used as indices must be of integer type, got {c.dtype}")
+            comps.append(c)
+        elif isinstance(c, (list, np.ndarray)):
+            arr = np.asarray(c)
+            if arr.dtype == bool:
+                comps.extend(np.nonzero(arr))
+            elif arr.dtype.kind in "iu" or arr.size == 0:
+                comps.append(arr.astype(np.int64))
+            else:
+                raise IndexError("arrays used as indices must be of integer (or boolean) type")
+        elif isinstance(c, (bool, np.bool_)):
+            raise UnsupportedError("indexing with a bare True/False is not supported")
+        elif c is None or c is Ellipsis or isinstance(c, slice) or _is_int(c):
+            comps.append(c)
+        else:
+            raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), numpy.newaxis "
+                             f"(`None`) and integer or boolean arrays are valid indices, got "
+                             f"{type(c).__name__}")
+    n_ell = sum(c is Ellipsis for c in comps)
+    if n_ell > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = sum(1 for c in comps if c is not None and c is not Ellipsis)
+    if used > ndim:
+        raise IndexError(f"too many indices for array: array is {ndim}-dimensional, but {used} "
+                         f"were indexed")
+    if n_ell:
+        i = comps.index(Ellipsis)
+        comps[i:i + 1] = [slice(None)] * (ndim - used)
+    else:
+        comps += [slice(None)] * (ndim - used)
+    return comps
+
+
+def getitem(x, idx):
+    """``x[idx]`` with NumPy semantics (static result shape)."""
+    x = as_traceable(x)
+    t = type_of(x)
+    comps = _expand(idx, t.ndim)
+    advanced = [c for c in comps if isinstance(c, (Tracer, np.ndarray))]
+    starts, limits, steps, rev = [], [], [], []
+    slots = []                       # output layout: 'new' | ('dim', k) | 'adv'
+    adv_axes, adv_idx = [], []
+    axis = 0
+    for c in comps:
+        if c is None:
+            slots.append("new")
+            continue
+        n = t.shape[axis]
+        if isinstance(c, slice):
+            s, e, k = c.indices(n)
+            count = len(range(s, e, k))
+            if k < 0:
+                rev.append(axis)
+                s, k = n - 1 - s, -k
+            starts.append(s)
+            limits.append(s + (count - 1) * k + 1 if count else s)
+            steps.append(k)
+            slots.append(("dim", axis))
+        elif _is_int(c) and not advanced:
+            i = int(c)
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
+            i %= n
+            starts.append(i), limits.append(i + 1), steps.append(1)
+        else:
+            starts.append(0), limits.append(n), steps.append(1)
+            adv_axes.append(axis)
+            adv_idx.append(np.int64(c) if _is_int(c) else c)
+            slots.append("adv")
+        axis += 1
+    y = x
+    if rev:
+        y = st.rev_p.bind(y, axes=tuple(rev)) if isinstance(y, Tracer) else np.flip(y, rev)
+    if (tuple(starts), tuple(limits), tuple(steps)) != ((0,) * t.ndim, t.shape, (1,) * t.ndim):
+        y = _slice(y, starts, limits, steps)
+    if not adv_axes:
+        shape = tuple(1 if s == "new" else type_of(y).shape[s[1]] for s in slots)
+        return _reshape(y, shape)
+    return _advanced(y, slots, adv_axes, adv_idx)
+
+
+def _slice(y, starts, limits, steps):
+    if isinstance(y, Tracer):
+        return st.slice_p.bind(y, start=tuple(starts), limit=tuple(limits), step=tuple(steps))
+    return y[tuple(slice(s, l, k) for s, l, k in zip(starts, limits, steps))]
+
+
+def _reshape(y, shape):
+    if type_of(y).shape == tuple(shape):
+        return y
+    if isinstance(y, Tracer):
+        return st.reshape_p.bind(y, shape=tuple(shape))
+    return np.reshape(y, shape)
+
+
+def _advanced(y, slots, adv_axes, adv_idx):
+    from .math import add, multiply
+    from .shape import transpose
+    ys = type_of(y).shape
+    rest = [a for a in range(len(ys)) if a not in adv_axes]
+    y = transpose(y, tuple(adv_axes) + tuple(rest))
+    sizes = [ys[a] for a in adv_axes]
+    merged = int(np.prod(sizes, dtype=np.int64))
+    y = _reshape(y, (merged,) + tuple(ys[a] for a in rest))
+    bshape = broadcast_shapes("index", *[type_of(i).shape for i in adv_idx])
+    flat = None
+    stride = 1
+    for i, n, ax in reversed(list(zip(adv_idx, sizes, adv_axes))):
+        i = _normalize_index(i, n, ax)
+        term = multiply(i, stride) if stride != 1 else i
+        flat = term if flat is None else add(flat, term)
+        stride *= n
+    flat = _broadcast_index(flat, bshape)
+    out = _take(y, flat, 0)
+    nb = len(bshape)
+    adv_pos = [k for k, s in enumerate(slots) if s == "adv"]
+    adjacent = adv_pos == list(range(adv_pos[0], adv_pos[0] + len(adv_pos)))
+    non_adv = [s for s in slots if s != "adv"]
+    if adjacent:
+        before = sum(1 for s in slots[:adv_pos[0]] if s != "new" and s != "adv")
+        nrest = len(rest)
+        perm = list(range(nb, nb + before)) + list(range(nb)) + list(range(nb + before,
+                                                                            nb + nrest))
+        out = transpose(out, tuple(perm))
+        layout = []
+        for k, s in enumerate(slots):
+            if s == "adv":
+                if k == adv_pos[0]:
+                    layout += ["b"] * nb
+            else:
+                layout.append(s)
+    else:
+        layout = ["b"] * nb + non_adv
+    shp = type_of(out).shape
+    shape, j = [], 0
+    for s in layout:
+        if s == "new":
+            shape.append(1)
+        else:
+            shape.append(shp[j])
+            j += 1
+    return _reshape(out, tuple(shape))
+
+
+def _normalize_index(i, n, axis):
+    """Non-negative indices; out-of-range ones become -(huge) so the gather raises IndexError."""
+    from .logic import where
+    from .math import add, less, logical_or, greater_equal
+    if not isinstance(i, Tracer):
+        arr = np.asarray(i, dtype=np.int64)
+        bad = (arr < -n) | (arr >= n)
+        if bad.any():
+            raise IndexError(f"index {int(arr[bad].flat[0])} is out of bounds for axis {axis} "
+                             f"with size {n}")
+        return arr % n if n else arr
+    if i.dtype != dtypes.int64:
+        from ._base import convert
+        i = convert(i, dtypes.int64)
+    wrapped = where(less(i, 0), add(i, n), i)
+    bad = logical_or(less(wrapped, 0), greater_equal(wrapped, n))
+    return where(bad, np.int64(-2**62), wrapped)
+
+
+def _broadcast_index(flat, shape):
+    from .shape import broadcast_to
+    return broadcast_to(flat, shape) if type_of(flat).shape != tuple(shape) else flat
+
+
+def _take(y, idx, axis):
+    if not isinstance(y, Tracer) and not isinstance(idx, Tracer):
+        return np.take(y, idx, axis=axis)
+    return st.take_p.bind(as_traceable(y), as_traceable(idx), axis=axis)
+
+
+@implements(np.take)
+def take(a, indices, axis=None, out=None, mode=None):
+    """numpy.take (mode 'raise'): out-of-range indices raise IndexError."""
+    from .shape import ravel
+    if mode not in (None, "raise"):
+        raise UnsupportedError(f"take(mode={mode!r}) is not supported")
+    a = as_traceable(a)
+    if axis is None:
+        a = ravel(a)
+        axis = 0
+    t = type_of(a)
+    axis = normalize_axis(axis, t.ndim, "take")
+    idx = _normalize_index(indices if isinstance(indices, Tracer) else np.asarray(indices),
+                           t.shape[axis], axis)
+    return _take(a, idx, axis)
+
+
+@implements(np.take_along_axis)
+def take_along_axis(arr, indices, axis):
+    """Gather along ``axis`` with an index array broadcast against the other axes."""
+    from .math import add, multiply
+    from .shape import ravel
+    arr = as_traceable(arr)
+    t = type_of(arr)
+    if axis is None:
+        return take(ravel(arr), indices)
+    axis = normalize_axis(axis, t.ndim, "take_along_axis")
+    it = type_of(indices)
+    if it.ndim != t.ndim:
+        raise ValueError("take_along_axis: indices and arr must have the same number of dims")
+    shape = tuple(it.shape[d] if d == axis else
+                  broadcast_shapes("take_along_axis", (t.shape[d],), (it.shape[d],))[0]
+                  for d in range(t.ndim))
+    strides = np.cumprod((t.shape[1:] + (1,))[::-1])[::-1]
+    base = np.zeros(shape, dtype=np.int64)
+    for d in range(t.ndim):
+        if d != axis:
+            r = np.arange(shape[d]).reshape([-1 if k == d else 1 for k in range(t.ndim)])
+            base = base + r * int(strides[d])
+    idx = _normalize_index(indices, t.shape[axis], axis)
+    flat = add(base, multiply(_broadcast_index(idx, shape), int(strides[axis])))
+    return _take(ravel(arr), flat, 0)
+
+
+@implements(np.compress)
+def compress(condition, a, axis=None):
+    if isinstance(condition, Tracer):
+        raise ConcretizationError("compress with a traced condition has a data-dependent shape")
+    return take(a, np.nonzero(np.asarray(condition))[0], axis=axis)
+
+
+@implements(np.extract)
+def extract(condition, arr):
+    from .shape import ravel
+    if isinstance(condition, Tracer):
+        raise ConcretizationError("extract with a traced condition has a data-dependent shape")
+    return take(ravel(arr), np.nonzero(np.ravel(condition))[0])
+
+
+# ---------------------------------------------------------------------------------------------
+# functional updates
+
+class _AtIndexer:
+    """``x.at[idx]``: functional updates returning a new array; repeated indices accumulate
+    for add/mul/min/max; for set, the last update of a repeated index wins."""
+    __slots__ = ("x",)
+
+    def __init__(self, x):
+        self.x = x
+
+    def __getitem__(self, idx):
+        return _AtRef(self.x, idx)
+
+
+class _AtRef:
+    __slots__ = ("x", "idx")
+
+    def __init__(self, x, idx):
+        self.x, self.idx = x, idx
+
+    def get(self):
+        return getitem(self.x, self.idx)
+
+    def set(self, values):
+        return update(self.x, self.idx, values, "set")
+
+    def add(self, values):
+        return update(self.x, self.idx, values, "add")
+
+    def multiply(self, values):
+        return update(self.x, self.idx, values, "mul")
+
+    mul = multiply
+
+    def min(self, values):
+        return update(self.x, self.idx, values, "min")
+
+    def max(self, values):
+        return update(self.x, self.idx, values, "max")
+
+
+def update(x, idx, values, mode):
+    """A copy of ``x`` with ``x[idx]`` updated by ``values`` (``mode`` in set/add/mul/min/max)."""
+    from ._base import convert
+    from .logic import where
+    from .math import add, maximum, minimum, multiply
+    from .shape import broadcast_to, ravel, reshape
+    x = as_traceable(x)
+    t = type_of(x)
+    if isinstance(idx, Tracer) and idx.dtype == dtypes.bool_:
+        combine = {"set": lambda a, v: v, "add": add, "mul": multiply, "min": minimum,
+                   "max": maximum}[mode]
+        return where(idx, convert(combine(x, values), t.dtype), x)
+    positions = getitem(np.arange(t.size, dtype=np.int64).reshape(t.shape), idx)
+    pshape = type_of(positions).shape
+    v = convert(values, t.dtype, False)
+    v = v if isinstance(v, Tracer) else np.asarray(getattr(v, "value", v))
+    v = broadcast_to(v, pshape)
+    flat = st.scatter_p.bind(ravel(x), ravel(positions) if isinstance(positions, Tracer) else
+                             np.ravel(positions), ravel(v) if isinstance(v, Tracer) else
+                             np.ravel(v), axis=0, mode=mode)
+    return reshape(flat, t.shape)

@@ -1,0 +1,61 @@
+"""Selection and truth functions: where, select, all, any, isclose, allclose-free variants."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ..core import type_of
+from ..ops import elementwise as ew
+from ._base import broadcast_shapes, broadcast_to, convert, implements, result_type, shape_of
+
+__all__ = ["where", "select", "isclose", "array_equal"]
+
+
+@implements(np.where)
+def where(condition, x=None, y=None, /):
+    """Elementwise select: x where condition else y (both branches are computed)."""
+    if x is None or y is None:
+        from ..errors import UnsupportedError
+        raise UnsupportedError("where(condition) with one argument returns data-dependent "
+                               "shapes; use the three-argument form where(condition, x, y)")
+    from .math import not_equal
+    cond = condition if type_of(condition).dtype == dtypes.bool_ else not_equal(condition, 0)
+    dt, weak = result_type(x, y)
+    x, y = convert(x, dt, weak), convert(y, dt, weak)
+    shape = broadcast_shapes("where", shape_of(cond), shape_of(x), shape_of(y))
+    ops = [a if shape_of(a) in ((), shape) else broadcast_to(a, shape) for a in (cond, x, y)]
+    if shape and all(shape_of(a) == () for a in ops):
+        ops[1] = broadcast_to(ops[1], shape)
+    if not any(hasattr(a, "builder") for a in ops):
+        return np.where(*[getattr(a, "value", a) for a in ops])
+    return ew.select_p.bind(*ops)
+
+
+@implements(np.select)
+def select(condlist, choicelist, default=0):
+    """First matching choice, as numpy.select (built from where, last condition innermost)."""
+    result = default
+    for cond, choice in reversed(list(zip(condlist, choicelist))):
+        result = where(cond, choice, result)
+    return result
+
+
+@implements(np.isclose)
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    from .math import absolute, subtract, less_equal, add, multiply, isnan, logical_and, \
+        logical_or, equal
+    diff = absolute(subtract(a, b))
+    close = less_equal(diff, add(atol, multiply(rtol, absolute(b))))
+    close = logical_or(close, equal(a, b))
+    if equal_nan:
+        close = logical_or(close, logical_and(isnan(a), isnan(b)))
+    return close
+
+
+@implements(np.array_equal)
+def array_equal(a1, a2, equal_nan=False):
+    from .reductions import all as all_
+    from .math import equal
+    if shape_of(a1) != shape_of(a2):
+        return False
+    return all_(equal(a1, a2))

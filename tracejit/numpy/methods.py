@@ -1,0 +1,130 @@
+"""Python operators and ndarray methods on tracers, defined in terms of tracejit.numpy.
+
+Installed on ``core.Tracer`` when tracejit.numpy is imported (tracejit imports it first thing),
+so core stays free of NumPy-layer imports.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ..core import Tracer
+from ..errors import TracerError
+from . import creation, indexing, linalg, logic, math, reductions, shape
+from ._base import convert
+
+
+def _swap(fn):
+    return lambda self, other: fn(other, self)
+
+
+def _astype(self, dtype, copy=True):
+    dt = dtypes.canonical(dtype)
+    if dt.kind != "c" and self.dtype.kind == "c":
+        raise TypeError(f"astype({dt}) of a complex array would discard the imaginary part; "
+                        f"use .real first")
+    return convert(self, dt)
+
+
+def _reshape(self, *shape, order="C"):
+    if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+        shape = tuple(shape[0])
+    return shape_mod.reshape(self, shape, order=order)
+
+
+def _transpose(self, *axes):
+    if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):
+        axes = tuple(axes[0]) if axes[0] is not None else None
+    return shape_mod.transpose(self, axes or None)
+
+
+def _setitem(self, idx, value):
+    """``x[idx] = v`` rebinds this tracer to the updated array (NumPy's result, no mutation of
+    the caller's data). Refused where NumPy's aliasing would make a view see the change."""
+    fix = "Write `x = x.at[idx].set(v)` (or take `x = x.copy()` first) instead."
+    if self.is_input:
+        raise TracerError("assigning into an argument of the traced function (x[idx] = v) would "
+                          "mutate the caller's array in NumPy, which tracejit never does. " + fix)
+    if self.base is not None:
+        raise TracerError("assigning into a view (a slice, reshape or transpose of another "
+                          "traced array) would also change that array in NumPy. " + fix)
+    if self.viewed:
+        raise TracerError("assigning into an array after a view of it was taken (by slicing, "
+                          "reshape or transpose) would also change the view in NumPy. " + fix)
+    new = indexing.update(self, idx, value, "set")
+    self.irvar = new.irvar
+
+
+def _view(fn):
+    """Wrap an operation that returns a view in NumPy: record the aliasing for _setitem."""
+    def method(self, *args, **kwargs):
+        out = fn(self, *args, **kwargs)
+        if isinstance(out, Tracer) and out is not self and out.ndim > 0:
+            out.base = self
+            self.viewed = True
+        return out
+    method.__name__ = getattr(fn, "__name__", "view")
+    return method
+
+
+def _getitem(self, idx):
+    out = indexing.getitem(self, idx)
+    parts = idx if isinstance(idx, tuple) else (idx,)
+    basic = not any(isinstance(p, (Tracer, list, np.ndarray)) for p in parts)
+    if basic and isinstance(out, Tracer) and out.ndim > 0:
+        out.base = self
+        self.viewed = True
+    return out
+
+
+shape_mod = shape
+
+_METHODS = {
+    "__add__": math.add, "__radd__": _swap(math.add),
+    "__sub__": math.subtract, "__rsub__": _swap(math.subtract),
+    "__mul__": math.multiply, "__rmul__": _swap(math.multiply),
+    "__truediv__": math.true_divide, "__rtruediv__": _swap(math.true_divide),
+    "__floordiv__": math.floor_divide, "__rfloordiv__": _swap(math.floor_divide),
+    "__mod__": math.remainder, "__rmod__": _swap(math.remainder),
+    "__pow__": math.power, "__rpow__": _swap(math.power),
+    "__matmul__": linalg.matmul, "__rmatmul__": _swap(linalg.matmul),
+    "__neg__": math.negative, "__pos__": math.positive, "__abs__": math.absolute,
+    "__invert__": lambda self: math.logical_not(self) if self.dtype == dtypes.bool_ else
+    math.subtract(-1, self),
+    "__and__": math.logical_and, "__rand__": _swap(math.logical_and),
+    "__or__": math.logical_or, "__ror__": _swap(math.logical_or),
+    "__xor__": math.logical_xor, "__rxor__": _swap(math.logical_xor),
+    "__eq__": math.equal, "__ne__": math.not_equal,
+    "__lt__": math.less, "__le__": math.less_equal,
+    "__gt__": math.greater, "__ge__": math.greater_equal,
+    "__getitem__": _getitem, "__setitem__": _setitem,
+    "reshape": _view(_reshape), "transpose": _view(_transpose), "astype": _astype,
+    "sum": reductions.sum, "mean": reductions.mean, "max": reductions.max,
+    "min": reductions.min, "prod": reductions.prod, "var": reductions.var,
+    "std": reductions.std, "argmax": reductions.argmax, "argmin": reductions.argmin,
+    "all": reductions.all, "any": reductions.any, "cumsum": reductions.cumsum,
+    "cumprod": reductions.cumprod, "squeeze": _view(shape.squeeze), "ravel": _view(shape.ravel),
+    "flatten": shape.ravel, "swapaxes": shape.swapaxes, "repeat": shape.repeat,
+    "take": indexing.take, "dot": linalg.dot, "conj": math.conj, "conjugate": math.conj,
+    "round": math.round, "clip": math.clip, "diagonal": linalg.diagonal, "trace": linalg.trace,
+    "copy": lambda self, order="C": Tracer(self.builder, self.irvar),
+    "ptp": reductions.ptp,
+}
+
+_PROPERTIES = {
+    "T": _view(shape.transpose),
+    "mT": lambda self: shape.swapaxes(self, -1, -2),
+    "real": lambda self: math.real(self),
+    "imag": lambda self: math.imag(self),
+    "at": lambda self: indexing._AtIndexer(self),
+    "flat": None,
+}
+
+for _name, _fn in _METHODS.items():
+    setattr(Tracer, _name, _fn)
+for _name, _fn in _PROPERTIES.items():
+    if _fn is not None:
+        setattr(Tracer, _name, property(_fn))
+
+__all__ = []
+del creation, logic

@@ -1,0 +1,227 @@
+"""Reductions and scans: sum prod max min mean var std argmax argmin all any cumsum cumprod."""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from .. import dtypes
+from ..core import Tracer, type_of
+from ..ops import reductions as red
+from ..ops import structural as st
+from ._base import as_traceable, convert, implements, normalize_axes, normalize_axis
+
+__all__ = ["sum", "prod", "max", "min", "amax", "amin", "mean", "var", "std", "argmax",
+           "argmin", "all", "any", "cumsum", "cumprod", "average", "ptp", "nansum"]
+
+
+def _keepdims(out, in_shape, axes, keepdims):
+    if not keepdims:
+        return out
+    shape = tuple(1 if i in axes else d for i, d in enumerate(in_shape))
+    return st.reshape_p.bind(out, shape=shape)
+
+
+def _sum_dtype(dt):
+    """NumPy's accumulator dtype for sum/prod: bools and small ints go to int64."""
+    return dtypes.int64 if dt.kind in "bi" else dt
+
+
+def _reduce(prim, a, axis, dtype, keepdims, initial, opname, combine=None):
+    a = as_traceable(a)
+    t = type_of(a)
+    axes = normalize_axes(axis, t.ndim, opname)
+    if dtype is not None:
+        a = convert(a, dtypes.canonical(dtype))
+    out = prim.bind(a, axes=axes)
+    if initial is not None:
+        out = combine(out, initial)
+    return _keepdims(out, t.shape, axes, keepdims)
+
+
+@implements(np.sum)
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
+    """Sum over axes (pairwise order in the interpreter; see the backend for compiled order)."""
+    _no_out(out, where, "sum")
+    from .math import add
+    dt = _sum_dtype(type_of(a).dtype) if dtype is None else dtype
+    return _reduce(red.reduce_sum_p, a, axis, dt, keepdims, initial, "sum", add)
+
+
+@implements(np.prod)
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    _no_out(out, where, "prod")
+    from .math import multiply
+    dt = _sum_dtype(type_of(a).dtype) if dtype is None else dtype
+    return _reduce(red.reduce_prod_p, a, axis, dt, keepdims, initial, "prod", multiply)
+
+
+@implements(np.max)
+def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
+    _no_out(out, where, "max")
+    from .math import maximum
+    return _reduce(red.reduce_max_p, a, axis, None, keepdims, initial, "max", maximum)
+
+
+@implements(np.min)
+def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
+    _no_out(out, where, "min")
+    from .math import minimum
+    return _reduce(red.reduce_min_p, a, axis, None, keepdims, initial, "min", minimum)
+
+
+amax, amin = max, min
+
+
+def _no_out(out, where, opname):
+    if out is not None:
+        from ..errors import UnsupportedError
+        raise UnsupportedError(f"{opname}(out=...) would mutate an array; tracejit is functional. "
+                               f"Use the return value instead.")
+    if where is not None:
+        from ..errors import UnsupportedError
+        raise UnsupportedError(f"{opname}(where=...) is not supported; mask with "
+                               f"numpy.where(mask, x, identity) before reducing")
+
+
+def _count(shape, axes):
+    n = 1
+    for a in axes:
+        n *= shape[a]
+    return n
+
+
+@implements(np.mean)
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
+    """Mean (ints average in float64, as NumPy)."""
+    _no_out(out, where, "mean")
+    from .math import true_divide
+    a = as_traceable(a)
+    t = type_of(a)
+    if dtype is None:
+        dtype = t.dtype if t.dtype.kind in "fc" else dtypes.float64
+    axes = normalize_axes(axis, t.ndim, "mean")
+    s = sum(a, axis=axes, dtype=dtype, keepdims=keepdims)
+    return true_divide(s, float(_count(t.shape, axes)))
+
+
+@implements(np.var)
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None,
+        correction=None):
+    """Variance: mean(|x - mean(x)|²) with ``ddof`` (two-pass, as NumPy)."""
+    _no_out(out, where, "var")
+    from .math import subtract, multiply, true_divide, real, conj, absolute
+    if correction is not None:
+        ddof = correction
+    a = as_traceable(a)
+    t = type_of(a)
+    axes = normalize_axes(axis, t.ndim, "var")
+    m = globals()["mean"](a, axis=axes, dtype=dtype, keepdims=True)
+    d = subtract(a, m)
+    sq = real(multiply(d, conj(d))) if t.dtype.kind == "c" else multiply(d, d)
+    n = _count(t.shape, axes) - ddof
+    s = sum(sq, axis=axes, keepdims=keepdims)
+    return true_divide(s, float(builtins.max(n, 0)))
+
+
+@implements(np.std)
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None,
+        correction=None):
+    from .math import sqrt
+    return sqrt(var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims,
+                    correction=correction))
+
+
+def _arg(prim, opname):
+    def fn(a, axis=None, out=None, *, keepdims=False):
+        _no_out(out, None, opname)
+        a = as_traceable(a)
+        t = type_of(a)
+        if axis is None:
+            a = st.reshape_p.bind(a, shape=(t.size,)) if isinstance(a, Tracer) else a.reshape(-1)
+            out_ = prim.bind(a, axis=0)
+            return st.reshape_p.bind(out_, shape=(1,) * t.ndim) if keepdims else out_
+        ax = normalize_axis(axis, t.ndim, opname)
+        out_ = prim.bind(a, axis=ax)
+        return _keepdims(out_, t.shape, (ax,), keepdims)
+    fn.__name__ = opname
+    return fn
+
+
+argmax = implements(np.argmax)(_arg(red.argmax_p, "argmax"))
+argmin = implements(np.argmin)(_arg(red.argmin_p, "argmin"))
+
+
+@implements(np.all)
+def all(a, axis=None, out=None, keepdims=False, where=None):  # noqa: A001
+    _no_out(out, where, "all")
+    from .math import not_equal
+    a = as_traceable(a)
+    b = a if type_of(a).dtype == dtypes.bool_ else not_equal(a, 0)
+    return _reduce(red.reduce_min_p, b, axis, None, keepdims, None, "all") \
+        if _nonempty(b, axis) else _empty_truth(b, axis, keepdims, True)
+
+
+@implements(np.any)
+def any(a, axis=None, out=None, keepdims=False, where=None):  # noqa: A001
+    _no_out(out, where, "any")
+    from .math import not_equal
+    a = as_traceable(a)
+    b = a if type_of(a).dtype == dtypes.bool_ else not_equal(a, 0)
+    return _reduce(red.reduce_max_p, b, axis, None, keepdims, None, "any") \
+        if _nonempty(b, axis) else _empty_truth(b, axis, keepdims, False)
+
+
+def _nonempty(a, axis):
+    t = type_of(a)
+    return builtins.all(t.shape[ax] > 0 for ax in normalize_axes(axis, t.ndim))
+
+
+def _empty_truth(a, axis, keepdims, value):
+    from .creation import full
+    t = type_of(a)
+    axes = normalize_axes(axis, t.ndim)
+    shape = tuple((1 if keepdims else None) if i in axes else d for i, d in enumerate(t.shape))
+    return full(tuple(d for d in shape if d is not None), value, dtype=bool)
+
+
+def _cumulative(prim, opname):
+    def fn(a, axis=None, dtype=None, out=None):
+        _no_out(out, None, opname)
+        a = as_traceable(a)
+        t = type_of(a)
+        if axis is None:
+            a = st.reshape_p.bind(a, shape=(t.size,)) if isinstance(a, Tracer) else a.reshape(-1)
+            axis = 0
+        dt = _sum_dtype(t.dtype) if dtype is None else dtypes.canonical(dtype)
+        a = convert(a, dt)
+        return prim.bind(a, axis=normalize_axis(axis, type_of(a).ndim, opname), reverse=False)
+    fn.__name__ = opname
+    return fn
+
+
+cumsum = implements(np.cumsum)(_cumulative(red.cumsum_p, "cumsum"))
+cumprod = implements(np.cumprod)(_cumulative(red.cumprod_p, "cumprod"))
+
+
+@implements(np.average)
+def average(a, axis=None, weights=None, returned=False, keepdims=False):
+    from .math import multiply, true_divide
+    if weights is None:
+        return mean(a, axis=axis, keepdims=keepdims)
+    wsum = sum(weights, axis=axis, keepdims=keepdims) if type_of(weights).shape == \
+        type_of(a).shape else sum(weights)
+    return true_divide(sum(multiply(a, weights), axis=axis, keepdims=keepdims), wsum)
+
+
+@implements(np.ptp)
+def ptp(a, axis=None, keepdims=False):
+    from .math import subtract
+    return subtract(max(a, axis=axis, keepdims=keepdims), min(a, axis=axis, keepdims=keepdims))
+
+
+@implements(np.nansum)
+def nansum(a, axis=None, dtype=None, keepdims=False):
+    from .logic import where
+    from .math import isnan
+    return sum(where(isnan(a), 0, a), axis=axis, dtype=dtype, keepdims=keepdims)

@@ -1,0 +1,214 @@
+"""Simplification passes over the IR (Graph -> Graph), on by default.
+
+- ``simplify_identities``: IEEE-exact identities only: x*1, x-0, x+(-0.0) (x+0.0 is NOT x for
+  x = -0.0, so it stays for floats), neg(neg x), convert to the same dtype, reshape of reshape,
+  transpose of transpose, a reshape/transpose/broadcast that changes nothing.
+- ``fold_constants``: equations whose operands are all literals become a literal.
+- ``cse``: equal equations (same primitive, params and operands) are computed once.
+- ``dce``: equations whose results are unused are dropped.
+Each pass preserves the graph's interface; ``simplify`` runs them to a fixed point and verifies
+the IR after every pass when ``config.check_ir`` is on.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from .config import config
+from .ir import Eqn, Graph, Literal, Var, print_graph, verify
+from .ops import elementwise as ew
+from .ops import structural as st
+
+
+class _Subst:
+    """Var replacement map applied to operands."""
+
+    def __init__(self):
+        self.map: dict[int, object] = {}
+
+    def __call__(self, a):
+        while not isinstance(a, Literal) and id(a) in self.map:
+            a = self.map[id(a)]
+        return a
+
+    def set(self, var, atom):
+        self.map[id(var)] = atom
+
+
+def _rebuild(graph, eqns, subst) -> Graph:
+    new_eqns = [Eqn(e.prim, tuple(subst(a) for a in e.invars), e.outvars, e.params, e.source)
+                for e in eqns]
+    return graph.replace(eqns=new_eqns, outvars=tuple(subst(a) for a in graph.outvars))
+
+
+def dce(graph: Graph) -> Graph:
+    """Drop equations none of whose outputs are used."""
+    live = {id(a) for a in graph.outvars if isinstance(a, Var)}
+    kept = []
+    for eqn in reversed(graph.eqns):
+        if any(id(v) in live for v in eqn.outvars):
+            kept.append(eqn)
+            live.update(id(a) for a in eqn.invars if isinstance(a, Var))
+    kept.reverse()
+    used_consts = [(c, v) for c, v in zip(graph.constvars, graph.constvals) if id(c) in live]
+    return graph.replace(eqns=kept, constvars=tuple(c for c, _ in used_consts),
+                         constvals=tuple(v for _, v in used_consts))
+
+
+def _param_key(value):
+    if isinstance(value, (tuple, list)):
+        return tuple(_param_key(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _param_key(v)) for k, v in value.items()))
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return ("id", id(value))
+
+
+def _atom_key(a):
+    if isinstance(a, Literal):
+        return ("lit", a.ty.dtype.str, a.ty.weak, a.value.tobytes())
+    return id(a)
+
+
+def cse(graph: Graph) -> Graph:
+    """Reuse the first of several identical equations."""
+    subst = _Subst()
+    seen: dict = {}
+    kept = []
+    for eqn in graph.eqns:
+        ins = tuple(subst(a) for a in eqn.invars)
+        key = (eqn.prim.name, _param_key(eqn.params), tuple(_atom_key(a) for a in ins))
+        prev = seen.get(key)
+        if prev is not None and not eqn.prim.props.get("effect"):
+            for old, new in zip(eqn.outvars, prev.outvars):
+                subst.set(old, new)
+            continue
+        new_eqn = Eqn(eqn.prim, ins, eqn.outvars, eqn.params, eqn.source)
+        seen[key] = new_eqn
+        kept.append(new_eqn)
+    return _rebuild(graph, kept, subst)
+
+
+def fold_constants(graph: Graph) -> Graph:
+    """Evaluate scalar equations whose operands are all literals."""
+    subst = _Subst()
+    kept = []
+    for eqn in graph.eqns:
+        ins = [subst(a) for a in eqn.invars]
+        if ins and all(isinstance(a, Literal) for a in ins) and not eqn.prim.multiple_results \
+                and eqn.outvars[0].ty.shape == () and eqn.prim.kind == "elementwise":
+            with np.errstate(all="ignore"):
+                value = eqn.prim.impl(*[a.value for a in ins], **eqn.params)
+            subst.set(eqn.outvars[0], Literal(value, eqn.outvars[0].ty))
+            continue
+        kept.append(eqn)
+    return _rebuild(graph, kept, subst)
+
+
+def _is_literal(a, value, *, negzero=None):
+    if not isinstance(a, Literal):
+        return False
+    v = a.value
+    if v != value:
+        return False
+    if negzero is not None and a.ty.dtype.kind in "fc":
+        return bool(np.signbit(np.real(v))) == negzero
+    return True
+
+
+def simplify_identities(graph: Graph) -> Graph:
+    """Rewrite IEEE-exact identities (see the module docstring)."""
+    subst = _Subst()
+    producer: dict[int, Eqn] = {}
+    kept = []
+    for eqn in graph.eqns:
+        ins = tuple(subst(a) for a in eqn.invars)
+        eqn = Eqn(eqn.prim, ins, eqn.outvars, eqn.params, eqn.source)
+        out = eqn.outvars[0] if eqn.outvars else None
+        replacement = _identity(eqn, ins, out, producer)
+        if isinstance(replacement, Eqn):
+            eqn = replacement
+        elif replacement is not None:
+            subst.set(out, replacement)
+            continue
+        for v in eqn.outvars:
+            producer[id(v)] = eqn
+        kept.append(eqn)
+    return _rebuild(graph, kept, subst)
+
+
+def _same_type(a, out):
+    return a.ty.shape == out.ty.shape and a.ty.dtype == out.ty.dtype
+
+
+def _identity(eqn, ins, out, producer):
+    p = eqn.prim
+    if p is ew.mul_p:
+        for a, b in (ins, ins[::-1]):
+            if _is_literal(b, 1) and _same_type(a, out) and a.ty.dtype.kind != "b":
+                return a
+    elif p is ew.sub_p:
+        if _is_literal(ins[1], 0) and _same_type(ins[0], out):
+            return ins[0]
+    elif p is ew.add_p:
+        for a, b in (ins, ins[::-1]):
+            if _same_type(a, out) and (_is_literal(b, 0, negzero=True) or
+                                       (_is_literal(b, 0) and a.ty.dtype.kind in "bi")):
+                return a
+    elif p is ew.neg_p:
+        src = producer.get(id(ins[0]))
+        if src is not None and src.prim is ew.neg_p:
+            return src.invars[0]
+    elif p is ew.convert_p:
+        if ins[0].ty.dtype == out.ty.dtype:
+            return ins[0]
+    elif p is st.reshape_p:
+        if ins[0].ty.shape == out.ty.shape:
+            return ins[0]
+        src = producer.get(id(ins[0]))
+        if src is not None and src.prim is st.reshape_p:
+            return Eqn(p, (src.invars[0],), eqn.outvars, eqn.params, eqn.source)
+    elif p is st.transpose_p:
+        perm = eqn.params["perm"]
+        if list(perm) == list(range(len(perm))):
+            return ins[0]
+        src = producer.get(id(ins[0]))
+        if src is not None and src.prim is st.transpose_p:
+            inner = src.params["perm"]
+            composed = tuple(inner[i] for i in perm)
+            if composed == tuple(range(len(perm))):
+                return src.invars[0]
+            return Eqn(p, (src.invars[0],), eqn.outvars, {"perm": composed}, eqn.source)
+    elif p is st.broadcast_in_dim_p:
+        if isinstance(ins[0], Var) and ins[0].ty.shape == out.ty.shape:
+            return ins[0]
+    return None
+
+
+PIPELINE = (("identities", simplify_identities), ("fold", fold_constants), ("cse", cse),
+            ("dce", dce))
+
+
+def run_pass(name, fn, graph: Graph) -> Graph:
+    """Apply one pass; verify and optionally print the result (TRACEJIT_PRINT_AFTER)."""
+    out = fn(graph)
+    if config.check_ir:
+        verify(out, name)
+    if name in config.print_after or "all" in config.print_after:
+        print(f"--- IR after {name} ---\n{print_graph(out)}", file=sys.stderr)
+    return out
+
+
+def simplify(graph: Graph) -> Graph:
+    """Run the simplification pipeline to a fixed point (at most 4 rounds)."""
+    for _ in range(4):
+        before = len(graph.eqns)
+        for name, fn in PIPELINE:
+            graph = run_pass(name, fn, graph)
+        if len(graph.eqns) == before:
+            break
+    return graph
