@@ -21,9 +21,21 @@ def _dtype(dtype, default=dtypes.float64):
     return default if dtype is None else dtypes.canonical(dtype)
 
 
-zeros = np.zeros
-ones = np.ones
-empty = np.zeros          # never hand out uninitialised memory
+def _static_shape(shape, fname):
+    for d in (shape if isinstance(shape, (tuple, list)) else (shape,)):
+        _concrete(d, f"{fname}(shape)")
+    return shape
+
+
+def zeros(shape, dtype=float, order="C"):
+    return np.zeros(_static_shape(shape, "zeros"), dtype=dtype)
+
+
+def ones(shape, dtype=float, order="C"):
+    return np.ones(_static_shape(shape, "ones"), dtype=dtype)
+
+
+empty = zeros             # never hand out uninitialised memory
 eye = np.eye
 identity = np.identity
 tri = np.tri
@@ -32,7 +44,8 @@ tri = np.tri
 @implements(np.full)
 def full(shape, fill_value, dtype=None, order="C"):
     """An array of ``shape`` filled with ``fill_value`` (which may be traced)."""
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    shape = (shape,) if isinstance(shape, (int, np.integer, Tracer)) else tuple(shape)
+    _static_shape(shape, "full")
     t = type_of(fill_value)
     dt = _dtype(dtype, t.dtype)
     v = convert(fill_value, dt)

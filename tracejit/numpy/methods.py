@@ -27,7 +27,7 @@ def _astype(self, dtype, copy=True):
 
 
 def _reshape(self, *shape, order="C"):
-    if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+    if len(shape) == 1 and not isinstance(shape[0], (int, np.integer, Tracer)):
         shape = tuple(shape[0])
     return shape_mod.reshape(self, shape, order=order)
 

@@ -17,7 +17,9 @@ __all__ = ["reshape", "ravel", "transpose", "swapaxes", "moveaxis", "expand_dims
 
 
 def _resolve_shape(newshape, size, opname="reshape"):
-    if isinstance(newshape, (int, np.integer)):
+    from .creation import _static_shape
+    _static_shape(newshape, opname)
+    if isinstance(newshape, (int, np.integer, Tracer)):
         newshape = (int(newshape),)
     newshape = [int(d) for d in newshape]
     if newshape.count(-1) > 1:
