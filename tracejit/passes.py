@@ -203,8 +203,25 @@ def run_pass(name, fn, graph: Graph) -> Graph:
     return out
 
 
+def _simplify_subgraphs(graph: Graph) -> Graph:
+    """Simplify the sub-graphs of control-flow equations (their interfaces are unchanged)."""
+    def sub(value):
+        if isinstance(value, Graph):
+            return simplify(value)
+        if isinstance(value, tuple) and value and all(isinstance(v, Graph) for v in value):
+            return tuple(simplify(v) for v in value)
+        return value
+
+    if not any(e.prim.kind == "control" for e in graph.eqns):
+        return graph
+    eqns = [Eqn(e.prim, e.invars, e.outvars, {k: sub(v) for k, v in e.params.items()}, e.source)
+            if e.prim.kind == "control" else e for e in graph.eqns]
+    return graph.replace(eqns=eqns)
+
+
 def simplify(graph: Graph) -> Graph:
     """Run the simplification pipeline to a fixed point (at most 4 rounds)."""
+    graph = _simplify_subgraphs(graph)
     for _ in range(4):
         before = len(graph.eqns)
         for name, fn in PIPELINE:

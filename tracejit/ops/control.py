@@ -1,0 +1,109 @@
+"""Control-flow primitives with sub-graphs as params: cond, while, scan.
+
+- ``cond[branches] index *operands``: runs ``branches[index]`` (index clamped to the valid range,
+  as lax.switch) on the operands; every branch has the same output types.
+- ``while[cond, body, n_cond_consts, n_body_consts] *cond_consts *body_consts *carry``: repeats
+  ``carry = body(*body_consts, *carry)`` while ``cond(*cond_consts, *carry)``.
+- ``scan[body, length, reverse, n_consts, n_carry] *consts *carry *xs``: ``body(*consts, *carry,
+  *x_i) -> (*carry, *y_i)`` over the leading axis of the xs; returns the final carry and the
+  stacked ys.
+Sub-graphs are closed: values they capture from the enclosing trace are explicit const operands.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..config import config
+from ..core import Primitive, eval_graph, literal_value
+from ..errors import ShapeError
+from ..ir import Type
+
+
+def _types_text(types):
+    return "(" + ", ".join(str(t) for t in types) + ")"
+
+
+def _strong(types):
+    return [t.strong() for t in types]
+
+
+def _cond_shape(index, *ops, branches):
+    if index.shape != () or index.dtype.kind != "i":
+        raise ShapeError(f"cond: the branch index must be an integer scalar, got {index}")
+    outs = _strong(branches[0].out_types)
+    for g in branches[1:]:
+        if _strong(g.out_types) != outs:
+            raise ShapeError(f"cond: branches return different types {_types_text(outs)} and "
+                             f"{_types_text(g.out_types)}")
+    return outs
+
+
+def _cond_impl(index, *ops, branches):
+    i = int(np.clip(int(index), 0, len(branches) - 1))
+    return [np.asarray(literal_value(o), dtype=t.dtype)
+            for o, t in zip(eval_graph(branches[i], list(ops)), branches[i].out_types)]
+
+
+cond_p = Primitive("cond", "control", _cond_shape, _cond_impl, multiple_results=True)
+
+
+def _while_shape(*args, cond, body, n_cond_consts, n_body_consts):
+    carry = args[n_cond_consts + n_body_consts:]
+    if _strong(body.out_types) != _strong(carry):
+        raise ShapeError(f"while_loop: the body returns {_types_text(body.out_types)} but the "
+                         f"carry is {_types_text(carry)}; they must match exactly")
+    if len(cond.out_types) != 1 or cond.out_types[0].strong() != Type(np.dtype(bool), ()):
+        raise ShapeError(f"while_loop: cond_fun must return a bool scalar, got "
+                         f"{_types_text(cond.out_types)}")
+    return _strong(carry)
+
+
+def _while_impl(*args, cond, body, n_cond_consts, n_body_consts):
+    cc = list(args[:n_cond_consts])
+    bc = list(args[n_cond_consts:n_cond_consts + n_body_consts])
+    carry = list(args[n_cond_consts + n_body_consts:])
+    limit = config.max_while_iterations
+    count = 0
+    while bool(literal_value(eval_graph(cond, cc + carry)[0])):
+        count += 1
+        if limit is not None and count > limit:
+            raise RuntimeError(f"while_loop exceeded config.max_while_iterations = {limit}")
+        carry = [np.asarray(literal_value(c), dtype=t.dtype)
+                 for c, t in zip(eval_graph(body, bc + carry), body.out_types)]
+    return [np.asarray(c) for c in carry]
+
+
+while_p = Primitive("while", "control", _while_shape, _while_impl, multiple_results=True)
+
+
+def _scan_shape(*args, body, length, reverse, n_consts, n_carry):
+    carry = args[n_consts:n_consts + n_carry]
+    xs = args[n_consts + n_carry:]
+    for x in xs:
+        if x.ndim == 0 or x.shape[0] != length:
+            raise ShapeError(f"scan: every xs leaf needs leading dimension {length}, got {x}")
+    outs = body.out_types
+    if _strong(outs[:n_carry]) != _strong(carry):
+        raise ShapeError(f"scan: the body returns carry {_types_text(outs[:n_carry])} but the "
+                         f"initial carry is {_types_text(carry)}; they must match exactly")
+    ys = [Type(t.dtype, (length,) + t.shape) for t in outs[n_carry:]]
+    return _strong(carry) + ys
+
+
+def _scan_impl(*args, body, length, reverse, n_consts, n_carry):
+    consts = list(args[:n_consts])
+    carry = list(args[n_consts:n_consts + n_carry])
+    xs = [np.asarray(x) for x in args[n_consts + n_carry:]]
+    out_types = body.out_types
+    ys = [np.empty((length,) + t.shape, dtype=t.dtype) for t in out_types[n_carry:]]
+    for step in range(length):
+        i = length - 1 - step if reverse else step
+        outs = eval_graph(body, consts + carry + [x[i] for x in xs])
+        outs = [np.asarray(literal_value(o), dtype=t.dtype) for o, t in zip(outs, out_types)]
+        carry = outs[:n_carry]
+        for y, o in zip(ys, outs[n_carry:]):
+            y[i] = o
+    return carry + ys
+
+
+scan_p = Primitive("scan", "control", _scan_shape, _scan_impl, multiple_results=True)
