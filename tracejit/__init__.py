@@ -10,6 +10,8 @@ from . import numpy  # noqa: F401  (first: installs NumPy's operators on tracers
 from .api import trace, jit, make_ir, Traced  # noqa: F401
 from .config import config  # noqa: F401
 from .control import cond, switch, while_loop, fori_loop, scan  # noqa: F401
+from .transforms.batching import vmap  # noqa: F401
+from . import tree  # noqa: F401
 from .tree import register_pytree_node  # noqa: F401
 from .errors import (TracerError, ConcretizationError, ShapeError, DTypeError,  # noqa: F401
                      UnsupportedError, InputError, NaNError)

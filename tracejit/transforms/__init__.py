@@ -1,0 +1,1 @@
+"""Graph -> Graph transforms: forward and reverse differentiation, batching."""

@@ -1,0 +1,486 @@
+"""vmap: the batching transform. A graph traced for one example becomes a graph for a batch.
+
+Every batched value carries its batch dimension at axis 0 (``bdim`` 0) or is unbatched
+(``bdim`` None); rules move axes so this holds. Most primitives need no rule of their own: the
+defaults come from the primitive's kind (elementwise: broadcast operands to the batch;
+reduction and scan: shift ``axes``/``axis`` by one). Structural, contraction and control-flow
+primitives have rules here, keyed by primitive (a primitive's own ``batch`` slot overrides).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes, tree
+from ..core import Tracer, eval_graph, literal_value, make_graph, type_of
+from ..errors import InputError, ShapeError
+from ..ir import Graph, Literal, Type
+from ..ops import contraction as ct
+from ..ops import control as cf
+from ..ops import elementwise as ew
+from ..ops import reductions as red
+from ..ops import structural as st
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+def _shape(x):
+    return type_of(x).shape
+
+
+def to_batched(x, d, B):
+    """``x`` with its batch dim at axis 0 (broadcasting an unbatched value to ``B``)."""
+    if d == 0:
+        return x
+    if d is None:
+        shape = _shape(x)
+        if isinstance(x, Literal):
+            x = np.asarray(x.value)
+        return st.broadcast_in_dim_p.bind(x, shape=(B,) + shape,
+                                          dims=tuple(range(1, len(shape) + 1)))
+    nd = len(_shape(x))
+    perm = (d,) + tuple(i for i in range(nd) if i != d)
+    return st.transpose_p.bind(x, perm=perm)
+
+
+def move_batch(x, src, dst):
+    """Move axis ``src`` of ``x`` to position ``dst``."""
+    if src == dst:
+        return x
+    nd = len(_shape(x))
+    order = [i for i in range(nd) if i != src]
+    order.insert(dst, src)
+    return st.transpose_p.bind(x, perm=tuple(order))
+
+
+# ---------------------------------------------------------------------------------------------
+# default rules by kind
+
+def _elementwise_rule(prim, args, dims, B, **params):
+    per = [_shape(x)[1:] if d == 0 else _shape(x) for x, d in zip(args, dims)]
+    common = next((s for s in per if s != ()), ())
+    ops = []
+    for x, d, s in zip(args, dims, per):
+        if d is None:
+            ops.append(x if s == () else to_batched(x, None, B))
+        elif s != common:                         # a batched per-example scalar
+            ops.append(st.broadcast_in_dim_p.bind(x, shape=(B,) + common, dims=(0,)))
+        else:
+            ops.append(x)
+    return prim.bind(*ops, **params), 0
+
+
+def _shift_rule(prim, args, dims, B, **params):
+    x = args[0]
+    p = dict(params)
+    if "axes" in p:
+        p["axes"] = tuple(a + 1 for a in p["axes"])
+    if "axis" in p:
+        p["axis"] = p["axis"] + 1
+    return prim.bind(x, **p), 0
+
+
+# ---------------------------------------------------------------------------------------------
+# structural rules
+
+def _structural(prim, args, bdims, B, **p):
+    if prim is st.broadcast_in_dim_p:
+        return prim.bind(args[0], shape=(B,) + tuple(p["shape"]),
+                         dims=(0,) + tuple(d + 1 for d in p["dims"])), 0
+    if prim is st.reshape_p:
+        return prim.bind(args[0], shape=(B,) + tuple(p["shape"])), 0
+    if prim is st.transpose_p:
+        return prim.bind(args[0], perm=(0,) + tuple(q + 1 for q in p["perm"])), 0
+    if prim is st.slice_p:
+        return prim.bind(args[0], start=(0,) + p["start"], limit=(B,) + p["limit"],
+                         step=(1,) + p["step"]), 0
+    if prim is st.rev_p:
+        return prim.bind(args[0], axes=tuple(a + 1 for a in p["axes"])), 0
+    if prim is st.concatenate_p:
+        ops = [to_batched(x, d, B) for x, d in zip(args, bdims)]
+        return prim.bind(*ops, axis=p["axis"] + 1), 0
+    if prim is st.pad_p:
+        x, value = args
+        if bdims[1] is not None:
+            raise NotImplementedError("vmap of pad with a batched padding value")
+        return prim.bind(to_batched(x, bdims[0], B), value, lo=(0,) + p["lo"],
+                         hi=(0,) + p["hi"]), 0
+    if prim is st.take_p:
+        return _take_rule(args, bdims, B, p["axis"])
+    if prim is st.scatter_p:
+        return _scatter_rule(args, bdims, B, p["axis"], p["mode"])
+    raise NotImplementedError(f"no batching rule for {prim.name}")
+
+
+def _flat_positions(idx, n, B):
+    """Batched indices (B, *I) into axis of size n -> positions in a (B*n) flattened axis."""
+    from ..numpy.indexing import _normalize_index
+    from ..numpy.math import add
+    idx = _normalize_index(idx, n, 0)
+    offs = st.iota_p.bind(dtype=dtypes.int64, shape=_shape(idx), axis=0)
+    from ..numpy.math import multiply
+    return add(idx, multiply(offs, n))
+
+
+def _axis_first(x, axis):
+    """(B, ...) -> (B * n_axis, other dims...) with the per-example ``axis`` merged into B."""
+    moved = move_batch(x, axis + 1, 1)
+    ms = _shape(moved)
+    return st.reshape_p.bind(moved, shape=(ms[0] * ms[1],) + ms[2:])
+
+
+def _take_rule(args, dims, B, axis):
+    x, idx = (to_batched(a, d, B) for a, d in zip(args, dims))
+    xs, ishape = _shape(x), _shape(idx)
+    n = xs[axis + 1]
+    flat = _axis_first(x, axis)
+    pos = _flat_positions(idx, n, B)
+    out = st.take_p.bind(flat, pos, axis=0)           # (B, *I, x[:axis], x[axis+1:])
+    ni, na = len(ishape) - 1, axis
+    # want (B, x[:axis], I, x[axis+1:])
+    perm = (0,) + tuple(range(1 + ni, 1 + ni + na)) + tuple(range(1, 1 + ni)) + \
+        tuple(range(1 + ni + na, len(_shape(out))))
+    return st.transpose_p.bind(out, perm=perm) if perm != tuple(range(len(perm))) else out, 0
+
+
+def _scatter_rule(args, dims, B, axis, mode):
+    x, idx, upd = (to_batched(a, d, B) for a, d in zip(args, dims))
+    xs, ishape = _shape(x), _shape(idx)
+    n = xs[axis + 1]
+    flat = _axis_first(x, axis)                       # (B*n, x[:axis], x[axis+1:])
+    pos = _flat_positions(idx, n, B)
+    ni, na = len(ishape) - 1, axis
+    # upd: (B, x[:axis], I, x[axis+1:]) -> (B, I, x[:axis], x[axis+1:]) -> (B*prod(I), ...)
+    perm = (0,) + tuple(range(1 + na, 1 + na + ni)) + tuple(range(1, 1 + na)) + \
+        tuple(range(1 + na + ni, len(_shape(upd))))
+    u = st.transpose_p.bind(upd, perm=perm) if perm != tuple(range(len(perm))) else upd
+    us = _shape(u)
+    count = int(np.prod(us[:1 + ni], dtype=np.int64))
+    u = st.reshape_p.bind(u, shape=(count,) + us[1 + ni:])
+    p = st.reshape_p.bind(pos, shape=(count,))
+    out = st.scatter_p.bind(flat, p, u, axis=0, mode=mode)
+    moved_shape = (B, n) + tuple(d for i, d in enumerate(xs[1:]) if i != axis)
+    out = st.reshape_p.bind(out, shape=moved_shape)
+    return move_batch(out, 1, axis + 1), 0
+
+
+def _dot_rule(args, dims, B, *, contract, batch):
+    (lc, rc), (lb, rb) = contract, batch
+    lhs, rhs = args
+    dl, dr = dims
+    if dl is not None and dr is not None:
+        shift = lambda axes: tuple(a + 1 for a in axes)   # noqa: E731
+        out = ct.dot_general_p.bind(lhs, rhs, contract=(shift(lc), shift(rc)),
+                                    batch=((0,) + shift(lb), (0,) + shift(rb)))
+        return out, 0
+    nb = len(lb)
+    if dl is not None:
+        shift = lambda axes: tuple(a + 1 for a in axes)   # noqa: E731
+        out = ct.dot_general_p.bind(lhs, rhs, contract=(shift(lc), rc), batch=(shift(lb), rb))
+        return move_batch(out, nb, 0), 0
+    shift = lambda axes: tuple(a + 1 for a in axes)       # noqa: E731
+    out = ct.dot_general_p.bind(lhs, rhs, contract=(lc, shift(rc)), batch=(lb, shift(rb)))
+    n_lhs_free = len(_shape(lhs)) - len(lc) - len(lb)
+    return move_batch(out, nb + n_lhs_free, 0), 0
+
+
+# ---------------------------------------------------------------------------------------------
+# control flow
+
+def batch_graph(graph: Graph, in_dims, B, force_out=None):
+    """Batch a closed graph: (new graph taking batched inputs at axis 0, out dims).
+
+    ``force_out[i]`` makes output i batched even if it does not depend on the batch.
+    """
+    in_types = [Type(v.ty.dtype, ((B,) + v.ty.shape) if d is not None else v.ty.shape)
+                for v, d in zip(graph.invars, in_dims)]
+    box = []
+
+    def fn(*args):
+        outs, odims = batch_eval(graph, list(args), list(in_dims), B)
+        if force_out is not None:
+            outs = [to_batched(o, d, B) if f and d is None else o
+                    for o, d, f in zip(outs, odims, force_out)]
+            odims = [0 if f else d for d, f in zip(odims, force_out)]
+        box.append(odims)
+        return outs
+
+    new, captured = make_graph(fn, in_types)
+    assert not captured, "a batched sub-graph captured an outer value"
+    return new, box[0]
+
+
+def _cond_rule(args, dims, B, *, branches):
+    index, ops, odims = args[0], args[1:], dims[1:]
+    if dims[0] is not None:
+        # a batched predicate: run every branch on the whole batch, select per example
+        from ..numpy.math import clip, equal
+        from ..numpy.logic import where
+        outs = None
+        idx = clip(index, 0, len(branches) - 1)
+        for k, g in enumerate(branches):
+            res, rdims = batch_eval(g, list(ops), list(odims), B)
+            res = [to_batched(r, d, B) for r, d in zip(res, rdims)]
+            if outs is None:
+                outs = res
+            else:
+                sel = equal(idx, k)
+                outs = [where(_bcast_pred(sel, r), r, o) for r, o in zip(res, outs)]
+        return outs, [0] * len(outs)
+    results = [batch_graph(g, odims, B) for g in branches]
+    force = [any(r[1][i] is not None for r in results) for i in range(len(results[0][1]))]
+    graphs = [batch_graph(g, odims, B, force)[0] for g in branches]
+    outs = cf.cond_p.bind(index, *[o for o in ops], branches=tuple(graphs))
+    return outs, [0 if f else None for f in force]
+
+
+def _bcast_pred(pred, like):
+    """A (B,) predicate broadcast against a (B, ...) value."""
+    s = _shape(like)
+    if len(s) == 1:
+        return pred
+    return st.broadcast_in_dim_p.bind(pred, shape=s, dims=(0,))
+
+
+def _fixed_point(make, carry_dims):
+    """Iterate until batched-ness of the carry is stable; ``make(dims) -> (graph, out_dims)``."""
+    dims = list(carry_dims)
+    for _ in range(len(dims) + 2):
+        graph, out = make(dims)
+        new = [0 if (d is not None or o is not None) else None for d, o in zip(dims, out)]
+        if new == dims:
+            return graph, dims
+        dims = new
+    raise AssertionError("batching fixed point did not converge")
+
+
+def _while_rule(args, dims, B, *, cond, body, n_cond_consts, n_body_consts):
+    ncc, nbc = n_cond_consts, n_body_consts
+    cc, bc, carry = args[:ncc], args[ncc:ncc + nbc], args[ncc + nbc:]
+    ccd, bcd, cd = dims[:ncc], dims[ncc:ncc + nbc], dims[ncc + nbc:]
+
+    def make_body(carry_dims):
+        g, out = batch_graph(body, list(bcd) + list(carry_dims), B,
+                             force_out=[d is not None for d in carry_dims])
+        return g, out
+
+    _, cdims = _fixed_point(make_body, cd)
+    cg, (pd,) = batch_graph(cond, list(ccd) + cdims, B)
+    if pd is None:
+        bg, _ = make_body(cdims)
+        carry = [to_batched(x, None, B) if d is not None and od is None else x
+                 for x, od, d in zip(carry, cd, cdims)]
+        outs = cf.while_p.bind(*cc, *bc, *carry, cond=cg, body=bg, n_cond_consts=ncc,
+                               n_body_consts=nbc)
+        return outs, cdims
+    # batched predicate: loop while any lane is active; finished lanes keep their values
+    all_dims = [0] * len(carry)
+    carry = [to_batched(x, d, B) for x, d in zip(carry, cd)]
+    cond_b, _ = batch_graph(cond, list(ccd) + all_dims, B)
+    body_b, _ = batch_graph(body, list(bcd) + all_dims, B, force_out=[True] * len(carry))
+    from ..numpy.reductions import any as any_
+    from ..numpy.logic import where
+
+    def any_cond(*xs):
+        return [any_(eval_graph(cond_b, list(xs))[0])]
+
+    def masked_body(*xs):
+        consts_c, consts_b, c = xs[:ncc], xs[ncc:ncc + nbc], xs[ncc + nbc:]
+        active = eval_graph(cond_b, list(consts_c) + list(c))[0]
+        new = eval_graph(body_b, list(consts_b) + list(c))
+        return [where(_bcast_pred(active, n), n, o) for n, o in zip(new, c)]
+
+    cc_types = [type_of(x) for x in cc]
+    bc_types = [type_of(x) for x in bc]
+    c_types = [Type(type_of(x).dtype, type_of(x).shape) for x in carry]
+    g_cond, cap1 = make_graph(any_cond, cc_types + c_types)
+    g_body, cap2 = make_graph(masked_body, cc_types + bc_types + c_types)
+    assert not cap1 and not cap2
+    outs = cf.while_p.bind(*cc, *cc, *bc, *carry, cond=g_cond, body=g_body, n_cond_consts=ncc,
+                           n_body_consts=ncc + nbc)
+    return outs, all_dims
+
+
+def _scan_rule(args, dims, B, *, body, length, reverse, n_consts, n_carry):
+    consts, carry, xs = args[:n_consts], args[n_consts:n_consts + n_carry], \
+        args[n_consts + n_carry:]
+    kd, cd, xd = dims[:n_consts], dims[n_consts:n_consts + n_carry], dims[n_consts + n_carry:]
+    xs = [move_batch(to_batched(x, 0, B), 0, 1) if d is not None else x for x, d in zip(xs, xd)]
+    x_body_dims = [0 if d is not None else None for d in xd]
+    n_ys = len(body.outvars) - n_carry
+
+    def make(carry_dims):
+        g, out = batch_graph(body, list(kd) + list(carry_dims) + x_body_dims, B,
+                             force_out=[d is not None for d in carry_dims] + [False] * n_ys)
+        return g, out[:n_carry]
+
+    _, cdims = _fixed_point(make, cd)
+    g, out = batch_graph(body, list(kd) + cdims + x_body_dims, B,
+                         force_out=[d is not None for d in cdims] + [False] * n_ys)
+    carry = [to_batched(x, None, B) if d is not None and od is None else
+             (to_batched(x, od, B) if d is not None else x)
+             for x, od, d in zip(carry, cd, cdims)]
+    outs = cf.scan_p.bind(*consts, *carry, *xs, body=g, length=length, reverse=reverse,
+                          n_consts=n_consts, n_carry=n_carry)
+    ydims = out[n_carry:]
+    ys = [move_batch(y, 1, 0) if d is not None else y for y, d in zip(outs[n_carry:], ydims)]
+    return list(outs[:n_carry]) + ys, cdims + [0 if d is not None else None for d in ydims]
+
+
+_RULES = {ct.dot_general_p: _dot_rule, cf.cond_p: _cond_rule, cf.while_p: _while_rule,
+          cf.scan_p: _scan_rule}
+
+
+def apply_rule(prim, args, dims, B, params):
+    """Batch one equation: (outputs, out dims) with every batched value at axis 0."""
+    args = [to_batched(x, d, B) if d not in (None, 0) else x for x, d in zip(args, dims)]
+    dims = [None if d is None else 0 for d in dims]
+    if prim.batch is not None:
+        return prim.batch(args, dims, B, **params)
+    if prim in _RULES:
+        return _RULES[prim](args, dims, B, **params)
+    if prim.kind == "elementwise":
+        return _elementwise_rule(prim, args, dims, B, **params)
+    if prim.kind == "reduction":
+        return _shift_rule(prim, args, dims, B, **params)
+    if prim.kind == "structural":
+        return _structural(prim, args, dims, B, **params)
+    raise NotImplementedError(f"vmap: no batching rule for primitive {prim.name!r}")
+
+
+def batch_eval(graph: Graph, args, dims, B):
+    """Evaluate ``graph`` on batched values: (outputs, out dims)."""
+    env = {}
+
+    def read(a):
+        if isinstance(a, Literal):
+            return a, None
+        return env[id(a)]
+
+    for v, x, d in zip(graph.invars, args, dims):
+        env[id(v)] = (x, d)
+    for v, x in zip(graph.constvars, graph.constvals):
+        env[id(v)] = (x, None)
+    for eqn in graph.eqns:
+        ins = [read(a) for a in eqn.invars]
+        vals = [x for x, _ in ins]
+        ds = [d for _, d in ins]
+        if all(d is None for d in ds):
+            outs = eqn.prim.bind(*vals, **eqn.params)
+            outs = outs if eqn.prim.multiple_results else [outs]
+            odims = [None] * len(outs)
+        else:
+            outs, odims = apply_rule(eqn.prim, vals, ds, B, eqn.params)
+            if not eqn.prim.multiple_results:
+                outs, odims = [outs], [odims]
+        for v, x, d in zip(eqn.outvars, outs, odims):
+            env[id(v)] = (x, d)
+    res = [read(a) for a in graph.outvars]
+    return [x for x, _ in res], [d for _, d in res]
+
+
+# ---------------------------------------------------------------------------------------------
+# the public transform
+
+def _axes_for_leaves(in_axes, args):
+    """One axis (int or None) per leaf of ``args``, from a pytree prefix ``in_axes``."""
+    if isinstance(in_axes, (int, type(None))):
+        return [in_axes] * len(tree.flatten(args)[0])
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    if not isinstance(in_axes, tuple) or len(in_axes) != len(args):
+        raise InputError(f"vmap in_axes {in_axes!r} must be an int, None, or a tuple with one "
+                         f"entry per positional argument ({len(args)})")
+    out = []
+    for ax, a in zip(in_axes, args):
+        if isinstance(ax, (int, type(None))):
+            out += [ax] * len(tree.flatten(a)[0])
+        else:
+            ax_leaves, ax_tree = tree.flatten(ax, is_leaf=lambda x: x is None)
+            a_leaves, a_tree = tree.flatten(a)
+            if len(ax_leaves) != len(a_leaves):
+                raise InputError(f"vmap in_axes {ax!r} does not match the argument structure "
+                                 f"{a_tree}")
+            out += ax_leaves
+    return out
+
+
+def vmap(f, in_axes=0, out_axes=0):
+    """Vectorise ``f`` over a batch axis of its arguments (``in_axes``: int, None or a pytree
+    prefix per positional argument; ``out_axes`` likewise for the outputs).
+
+    The per-example function is traced once and its graph batched (no Python loop); the result
+    composes with grad/jvp/vjp/trace in any order. Called on concrete arrays it compiles and
+    caches like ``trace``; called on tracers it inlines.
+    """
+    def run(*args):
+        leaves, treedef = tree.flatten(args)
+        paths = tree.leaf_paths(treedef, "args")
+        axes = _axes_for_leaves(in_axes, args)
+        sizes = {}
+        norm = []
+        for x, ax, path in zip(leaves, axes, paths):
+            if ax is None:
+                norm.append(None)
+                continue
+            nd = len(type_of(x).shape)
+            if not -nd <= ax < nd:
+                raise InputError(f"vmap: in_axes {ax} is out of range for {path} of shape "
+                                 f"{type_of(x).shape}")
+            ax %= nd
+            norm.append(ax)
+            sizes.setdefault(type_of(x).shape[ax], []).append(path)
+        if not sizes:
+            raise InputError("vmap needs at least one argument with a batch axis (in_axes all None)")
+        if len(sizes) > 1:
+            detail = "; ".join(f"size {n}: {', '.join(p)}" for n, p in sizes.items())
+            raise InputError(f"vmap: arguments have different batch sizes ({detail})")
+        B = next(iter(sizes))
+        values = [x if ax is None else move_batch(_as_value(x), ax, 0)
+                  for x, ax in zip(leaves, norm)]
+        types = [Type(type_of(v).dtype, type_of(v).shape[1:] if ax is not None
+                      else type_of(v).shape) for v, ax in zip(values, norm)]
+        box = []
+
+        def per_example(*xs):
+            out = f(*tree.unflatten(treedef, list(xs)))
+            out_leaves, out_tree = tree.flatten(out)
+            box.append(out_tree)
+            return out_leaves
+
+        graph, captured = make_graph(per_example, types)
+        dims = [None if ax is None else 0 for ax in norm] + [None] * len(captured)
+        outs, odims = batch_eval(graph, values + captured, dims, B)
+        out_tree = box[0]
+        o_axes = _axes_for_leaves(out_axes, (tree.unflatten(out_tree, outs),))[:len(outs)] \
+            if not isinstance(out_axes, (int, type(None))) else [out_axes] * len(outs)
+        final = []
+        for o, d, oa in zip(outs, odims, o_axes):
+            if oa is None:
+                if d is not None:
+                    raise InputError("vmap: out_axes=None for an output that depends on the "
+                                     "batch")
+                final.append(o)
+                continue
+            o = to_batched(o, d, B)
+            final.append(move_batch(o, 0, oa % len(type_of(o).shape)))
+        return tree.unflatten(out_tree, final)
+
+    from ..api import trace
+    compiled = trace(run)
+
+    def vmapped(*args):
+        if any(isinstance(x, Tracer) for x in tree.flatten(args)[0]):
+            return run(*args)
+        return compiled(*args)
+
+    vmapped.__wrapped__ = f
+    vmapped.__name__ = f"vmap({getattr(f, '__name__', 'f')})"
+    return vmapped
+
+
+def _as_value(x):
+    if isinstance(x, Tracer):
+        return x
+    arr = np.asarray(x)
+    return arr.astype(dtypes.canonical(arr.dtype), copy=False)
