@@ -8,12 +8,24 @@ Invariants (llvmlite 0.50 / LLVM 22 pitfalls, see shared/reference notes):
 - every entry point name is unique (the engine silently keeps the latest definition of a name);
 - every external declaration must resolve before code runs (an unresolved symbol segfaults on the
   first call), so ``compile_ir`` checks them.
+
+The on-disk object cache (``config.cache_dir`` / TRACEJIT_CACHE_DIR) keys object code by
+``cache_key(ir_text)``: a hash of the LLVM IR, the host CPU name and features, the llvmlite and
+tracejit versions and the optimisation level, so a stale entry is never looked up. Entries are
+written to a temporary file and renamed into place (atomic when two processes write at once) and
+carry a checksum; a corrupt entry is deleted and the module recompiled.
 """
 from __future__ import annotations
 
+import hashlib
+import os
+import tempfile
 import threading
 
+import llvmlite
 import llvmlite.binding as llvm
+
+from ..config import config
 
 llvm.initialize_native_target()
 llvm.initialize_native_asmprinter()
@@ -55,7 +67,63 @@ def _get_engine():
         empty = llvm.parse_assembly("")
         empty.triple = triple()
         _engine = llvm.create_mcjit_compiler(empty, _target_machine())
+        _engine.set_object_cache(_cache_notify, _cache_getbuffer)
     return _engine
+
+
+# ---------------------------------------------------------------------------------------------
+# on-disk object cache
+
+stats = {"compiled": 0, "loaded": 0, "corrupt": 0}
+_cache_paths: dict[str, str] = {}      # module name -> cache file, for modules being added
+_MAGIC = b"TJOBJ1\n"
+
+
+def cache_key(llvm_ir_text: str, opt: int = 1) -> str:
+    """Content key of a module's object code on this host and these versions."""
+    from .. import __version__
+    cpu, features = host_cpu()
+    h = hashlib.sha256()
+    for part in (llvm_ir_text, cpu, features, llvmlite.__version__, __version__, str(opt)):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+def _cache_getbuffer(module):
+    path = _cache_paths.get(module.name)
+    if path is None or not os.path.exists(path):
+        return None
+    try:
+        with open(path, "rb") as f:
+            blob = f.read()
+        digest, obj = blob[len(_MAGIC):len(_MAGIC) + 32], blob[len(_MAGIC) + 32:]
+        if not blob.startswith(_MAGIC) or hashlib.sha256(obj).digest() != digest:
+            raise ValueError("bad checksum")
+    except (OSError, ValueError):
+        stats["corrupt"] += 1
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+        return None
+    stats["loaded"] += 1
+    return obj
+
+
+def _cache_notify(module, obj: bytes):
+    stats["compiled"] += 1
+    path = _cache_paths.get(module.name)
+    if path is None:
+        return
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(_MAGIC + hashlib.sha256(obj).digest() + obj)
+        os.replace(tmp, path)
+    except OSError:
+        pass            # the cache is an optimisation; a read-only directory just disables it
 
 
 def unique_name(prefix: str) -> str:
@@ -96,18 +164,29 @@ def parse(llvm_ir: str):
     return mod
 
 
-def compile_ir(llvm_ir, opt: int = 1):
+def compile_ir(llvm_ir, opt: int = 1, cacheable: bool = False):
     """Parse, verify, optimise and add an LLVM module to the process engine.
 
     ``llvm_ir`` is an ``llvmlite.ir.Module`` or its text. Returns the binding module (kept alive by
     the engine). Raises RuntimeError naming any external symbol that does not resolve.
+    ``cacheable``: the module's symbol names are derived from its content (not from a process
+    counter), so its object code may be stored in and loaded from ``config.cache_dir``.
     """
+    text = str(llvm_ir)
     with _lock:
         engine = _get_engine()
-        mod = parse(llvm_ir)
+        mod = parse(text)
         mod.triple = triple()
         mod.data_layout = data_layout()
-        optimize(mod, opt)
+        cached = False
+        if cacheable and config.cache_dir:
+            key = cache_key(text, opt)
+            mod.name = key
+            path = os.path.join(config.cache_dir, key + ".o")
+            _cache_paths[key] = path
+            cached = os.path.exists(path)
+        if not cached:
+            optimize(mod, opt)           # a cached object skips the pipeline and codegen
         for fn in mod.functions:
             if fn.is_declaration and not fn.name.startswith("llvm."):
                 if llvm.address_of_symbol(fn.name) is None:
@@ -118,6 +197,7 @@ def compile_ir(llvm_ir, opt: int = 1):
         engine.add_module(mod)
         engine.finalize_object()
         engine.run_static_constructors()
+        _cache_paths.pop(mod.name, None)
         return mod
 
 
