@@ -112,7 +112,6 @@ def _cache_getbuffer(module):
 
 
 def _cache_notify(module, obj: bytes):
-    stats["compiled"] += 1
     path = _cache_paths.get(module.name)
     if path is None:
         return
@@ -194,8 +193,11 @@ def compile_ir(llvm_ir, opt: int = 1, cacheable: bool = False):
         for gv in mod.global_variables:
             if gv.is_declaration and llvm.address_of_symbol(gv.name) is None:
                 raise RuntimeError(f"tracejit: unresolved external global {gv.name!r}")
+        loaded_before = stats["loaded"]
         engine.add_module(mod)
         engine.finalize_object()
+        if stats["loaded"] == loaded_before:
+            stats["compiled"] += 1
         engine.run_static_constructors()
         _cache_paths.pop(mod.name, None)
         return mod
