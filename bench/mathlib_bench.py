@@ -4,8 +4,10 @@ Usage: python bench/mathlib_bench.py [name ...] [--n N] [--repeat R]
 
 Both sides write into a preallocated output (NumPy via ``out=``), so page faults on temporaries
 are not counted. Ours runs a compiled loop over <8 x double> / <16 x float> chunks that calls the
-precompiled ``tj_math_*`` function (the default, non-inline mode). Times are process CPU time
-(the box may be shared; CPU time leaves out preemption). Not run by the tests.
+precompiled ``tj_math_*`` function (the default, non-inline mode); f32 runs the native bodies of
+``mathlib_f32`` where there is one. Times are process CPU time (the box may be shared; CPU time
+leaves out preemption). Not run by the tests; the per-function table in ``mathlib``'s docstring
+comes from this script.
 """
 from __future__ import annotations
 
