@@ -9,6 +9,10 @@ compile it to fused, vectorised native code through llvmlite.
 from . import numpy  # noqa: F401  (first: installs NumPy's operators on tracers)
 from .api import trace, jit, make_ir, Traced  # noqa: F401
 from .config import config  # noqa: F401
+from .ad import (jvp, linearize, vjp, grad, value_and_grad, jacfwd, jacrev,  # noqa: F401
+                 hessian)
+from .custom import stop_gradient, custom_jvp, custom_vjp  # noqa: F401
+from . import test_util  # noqa: F401
 from .control import cond, switch, while_loop, fori_loop, scan  # noqa: F401
 from .transforms.batching import vmap  # noqa: F401
 from . import tree  # noqa: F401

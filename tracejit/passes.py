@@ -6,6 +6,8 @@
 - ``fold_constants``: equations whose operands are all literals become a literal.
 - ``cse``: equal equations (same primitive, params and operands) are computed once.
 - ``dce``: equations whose results are unused are dropped.
+- ``inline_calls`` (first): custom_jvp/custom_vjp calls become their primal equations and
+  stop_gradient disappears; their rules matter only to AD, which runs on the raw trace.
 Each pass preserves the graph's interface; ``simplify`` runs them to a fixed point and verifies
 the IR after every pass when ``config.check_ir`` is on.
 """
@@ -125,11 +127,17 @@ def simplify_identities(graph: Graph) -> Graph:
     subst = _Subst()
     producer: dict[int, Eqn] = {}
     kept = []
+    # constant arrays of ones (e.g. the broadcast seed cotangent of a gradient): x * ones = x
+    ones = {id(c) for c, v in zip(graph.constvars, graph.constvals)
+            if np.size(v) and np.asarray(v).dtype.kind in "fc" and np.all(np.asarray(v) == 1)}
     for eqn in graph.eqns:
         ins = tuple(subst(a) for a in eqn.invars)
         eqn = Eqn(eqn.prim, ins, eqn.outvars, eqn.params, eqn.source)
         out = eqn.outvars[0] if eqn.outvars else None
         replacement = _identity(eqn, ins, out, producer)
+        if replacement is None and eqn.prim is ew.mul_p:
+            replacement = next((a for a, b in (ins, ins[::-1]) if isinstance(b, Var) and
+                                id(b) in ones and _same_type(a, out)), None)
         if isinstance(replacement, Eqn):
             eqn = replacement
         elif replacement is not None:
@@ -189,8 +197,48 @@ def _identity(eqn, ins, out, producer):
     return None
 
 
-PIPELINE = (("identities", simplify_identities), ("fold", fold_constants), ("cse", cse),
-            ("dce", dce))
+def inline_calls(graph: Graph) -> Graph:
+    """Expand call primitives (``props['inline']``: custom_jvp/custom_vjp calls, whose rules
+    matter only to AD) into the equations of their sub-graph, and drop AD-only identities
+    (``props['erase']``: stop_gradient). Sub-graph variables are renamed per call site."""
+    if not any(e.prim.props.get("inline") or e.prim.props.get("erase") for e in graph.eqns):
+        return graph
+    subst = _Subst()
+    eqns = []
+    consts = list(zip(graph.constvars, graph.constvals))
+
+    def expand(eqn, ins):
+        if eqn.prim.props.get("erase"):
+            subst.set(eqn.outvars[0], ins[0])
+            return
+        if not eqn.prim.props.get("inline"):
+            eqns.append(Eqn(eqn.prim, ins, eqn.outvars, eqn.params, eqn.source))
+            return
+        sub = eqn.params["call"]
+        env = {id(v): a for v, a in zip(sub.invars, ins)}
+        for c, val in zip(sub.constvars, sub.constvals):
+            fresh = Var(c.ty)
+            consts.append((fresh, val))
+            env[id(c)] = fresh
+        for e in sub.eqns:
+            new_ins = tuple(a if isinstance(a, Literal) else env[id(a)] for a in e.invars)
+            new_outs = tuple(Var(v.ty) for v in e.outvars)
+            for v, n in zip(e.outvars, new_outs):
+                env[id(v)] = n
+            expand(Eqn(e.prim, new_ins, new_outs, e.params, e.source or eqn.source),
+                   tuple(subst(a) for a in new_ins))
+        for v, a in zip(eqn.outvars, sub.outvars):
+            subst.set(v, a if isinstance(a, Literal) else env[id(a)])
+
+    for eqn in graph.eqns:
+        expand(eqn, tuple(subst(a) for a in eqn.invars))
+    out = _rebuild(graph, eqns, subst)
+    return out.replace(constvars=tuple(c for c, _ in consts),
+                       constvals=tuple(v for _, v in consts))
+
+
+PIPELINE = (("inline", inline_calls), ("identities", simplify_identities),
+            ("fold", fold_constants), ("cse", cse), ("dce", dce))
 
 
 def run_pass(name, fn, graph: Graph) -> Graph:

@@ -11,6 +11,7 @@ import numpy as np
 from ..core import Primitive
 from ..errors import DTypeError, ShapeError
 from ..ir import Type
+from .. import ad_util as ad
 
 
 def _free(ndim, *groups):
@@ -62,3 +63,42 @@ def _dot_impl(lhs, rhs, *, contract, batch):
 
 
 dot_general_p = Primitive("dot_general", "contraction", _dot_shape, _dot_impl, bilinear=True)
+
+
+def _dot_jvp_lhs(g, ans, x, y, *, contract, batch):
+    return dot_general_p.bind(g, y, contract=contract, batch=batch)
+
+
+def _dot_jvp_rhs(g, ans, x, y, *, contract, batch):
+    return dot_general_p.bind(x, g, contract=contract, batch=batch)
+
+
+def _dot_transpose_lhs(ct, x_ty, y, contract, batch, swap_ans=False):
+    """The cotangent of the lhs: another dot_general (ct with y) and a transpose (as JAX)."""
+    (xc, yc), (xb, yb) = contract, batch
+    y_ndim = ad.ty(y).ndim
+    x_kept = _free(x_ty.ndim, xc, xb)
+    y_kept = _free(y_ndim, yc, yb)
+    nb = len(xb)
+    if swap_ans:
+        ans_batch, ans_y = range(nb), range(nb, nb + len(y_kept))
+    else:
+        ans_batch, ans_y = range(nb), range(nb + len(x_kept), nb + len(x_kept) + len(y_kept))
+    d = dot_general_p.bind(ct, y, contract=(tuple(ans_y), tuple(y_kept)),
+                           batch=(tuple(ans_batch), tuple(yb)))
+    xc_by_y = [xc[i] for i in np.argsort(yc)]
+    out_axes = np.argsort(list(xb) + x_kept + xc_by_y)
+    return ad.transpose(d, tuple(int(a) for a in out_axes))
+
+
+def _dot_transpose(ct, x, y, *, contract, batch):
+    if ad.is_undefined(x) and ad.is_undefined(y):
+        raise ValueError("dot_general of two tangents is not linear")
+    (xc, yc), (xb, yb) = contract, batch
+    if ad.is_undefined(x):
+        return [_dot_transpose_lhs(ct, x.ty, y, contract, batch), None]
+    return [None, _dot_transpose_lhs(ct, y.ty, x, ((yc, xc)), ((yb, xb)), swap_ans=True)]
+
+
+ad.defjvp(dot_general_p, _dot_jvp_lhs, _dot_jvp_rhs)
+dot_general_p.transpose = _dot_transpose

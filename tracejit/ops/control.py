@@ -45,6 +45,7 @@ def _cond_impl(index, *ops, branches):
 
 
 cond_p = Primitive("cond", "control", _cond_shape, _cond_impl, multiple_results=True)
+cond_p.props["nondiff"] = "not differentiable yet: AD of control flow is a follow-up to issue 3"
 
 
 def _while_shape(*args, cond, body, n_cond_consts, n_body_consts):
@@ -74,6 +75,7 @@ def _while_impl(*args, cond, body, n_cond_consts, n_body_consts):
 
 
 while_p = Primitive("while", "control", _while_shape, _while_impl, multiple_results=True)
+while_p.props["nondiff"] = "not differentiable yet: AD of control flow is a follow-up to issue 3"
 
 
 def _scan_shape(*args, body, length, reverse, n_consts, n_carry):
@@ -107,3 +109,4 @@ def _scan_impl(*args, body, length, reverse, n_consts, n_carry):
 
 
 scan_p = Primitive("scan", "control", _scan_shape, _scan_impl, multiple_results=True)
+scan_p.props["nondiff"] = "not differentiable yet: AD of control flow is a follow-up to issue 3"

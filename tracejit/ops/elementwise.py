@@ -13,6 +13,7 @@ from .. import dtypes
 from ..core import Primitive
 from ..errors import DTypeError, ShapeError
 from ..ir import Type
+from .. import ad_util as ad
 
 
 def _common_shape(name, types):
@@ -73,61 +74,190 @@ def _make(name, np_fn, nargs, *, kinds="ifc", out=None, **props):
 
 # unary -------------------------------------------------------------------------------------
 neg_p = _make("neg", np.negative, 1, kinds="ifc", linear=True)
+ad.deflinear(neg_p, lambda ct, x: [ad.neg(ct)])
 sign_p = _make("sign", np.sign, 1, kinds="ifc")
+ad.defjvp_zero(sign_p, "piecewise constant (derivative 0, also at 0)")
 floor_p = _make("floor", np.floor, 1, kinds="f")
+ad.defjvp_zero(floor_p, "piecewise constant")
 ceil_p = _make("ceil", np.ceil, 1, kinds="f")
+ad.defjvp_zero(ceil_p, "piecewise constant")
 round_p = _make("round", np.rint, 1, kinds="f")            # half to even, as np.round
+ad.defjvp_zero(round_p, "piecewise constant")
 abs_p = _make("abs", np.abs, 1, kinds="ifc", out="real")
+
+
+def _abs_jvp(g, ans, x):
+    """|x|' = sign(x), so 0 at 0; complex: Re(conj(z) dz) / |z|, 0 at z = 0."""
+    if ad.ty(x).dtype.kind != "c":
+        return ad.mul(g, ad.unary("sign", x))
+    safe = ad.convert(ad.select(ad.eq(ans, 0), 1, ans), ad.ty(x).dtype)
+    return ad.real_part(ad.mul(g, ad.div(ad.unary("conj", x), safe)))
+
+
+ad.defjvp(abs_p, _abs_jvp)
 exp_p = _make("exp", np.exp, 1, kinds="fc")
+ad.defjvp(exp_p, lambda g, ans, x: ad.mul(g, ans))
 exp2_p = _make("exp2", np.exp2, 1, kinds="fc")
+ad.defjvp(exp2_p, lambda g, ans, x: ad.mul(g, ad.mul(ans, float(np.log(2)))))
 expm1_p = _make("expm1", np.expm1, 1, kinds="fc")
+ad.defjvp(expm1_p, lambda g, ans, x: ad.mul(g, ad.add(ans, 1)))
 log_p = _make("log", np.log, 1, kinds="fc")
+ad.defjvp(log_p, lambda g, ans, x: ad.div(g, x))
 log2_p = _make("log2", np.log2, 1, kinds="fc")
+ad.defjvp(log2_p, lambda g, ans, x: ad.div(g, ad.mul(x, float(np.log(2)))))
 log10_p = _make("log10", np.log10, 1, kinds="fc")
+ad.defjvp(log10_p, lambda g, ans, x: ad.div(g, ad.mul(x, float(np.log(10)))))
 log1p_p = _make("log1p", np.log1p, 1, kinds="fc")
+ad.defjvp(log1p_p, lambda g, ans, x: ad.div(g, ad.add(x, 1)))
 sqrt_p = _make("sqrt", np.sqrt, 1, kinds="fc")
+ad.defjvp(sqrt_p, lambda g, ans, x: ad.mul(g, ad.div(0.5, ans)))   # inf at 0
 cbrt_p = _make("cbrt", np.cbrt, 1, kinds="f")
+ad.defjvp(cbrt_p, lambda g, ans, x: ad.mul(g, ad.div(1 / 3, ad.square(ans))))
 sin_p = _make("sin", np.sin, 1, kinds="fc")
+ad.defjvp(sin_p, lambda g, ans, x: ad.mul(g, ad.unary("cos", x)))
 cos_p = _make("cos", np.cos, 1, kinds="fc")
+ad.defjvp(cos_p, lambda g, ans, x: ad.mul(g, ad.neg(ad.unary("sin", x))))
 tan_p = _make("tan", np.tan, 1, kinds="fc")
+ad.defjvp(tan_p, lambda g, ans, x: ad.mul(g, ad.add(ad.square(ans), 1)))
 sinh_p = _make("sinh", np.sinh, 1, kinds="fc")
+ad.defjvp(sinh_p, lambda g, ans, x: ad.mul(g, ad.unary("cosh", x)))
 cosh_p = _make("cosh", np.cosh, 1, kinds="fc")
+ad.defjvp(cosh_p, lambda g, ans, x: ad.mul(g, ad.unary("sinh", x)))
 tanh_p = _make("tanh", np.tanh, 1, kinds="fc")
+ad.defjvp(tanh_p, lambda g, ans, x: ad.mul(g, ad.sub(1, ad.square(ans))))
 arcsin_p = _make("arcsin", np.arcsin, 1, kinds="fc")
+ad.defjvp(arcsin_p, lambda g, ans, x: ad.div(g, ad.unary("sqrt", ad.sub(1, ad.square(x)))))
 arccos_p = _make("arccos", np.arccos, 1, kinds="fc")
+ad.defjvp(arccos_p, lambda g, ans, x: ad.div(g, ad.neg(ad.unary("sqrt",
+                                                                ad.sub(1, ad.square(x))))))
 arctan_p = _make("arctan", np.arctan, 1, kinds="fc")
+ad.defjvp(arctan_p, lambda g, ans, x: ad.div(g, ad.add(ad.square(x), 1)))
 arcsinh_p = _make("arcsinh", np.arcsinh, 1, kinds="fc")
+ad.defjvp(arcsinh_p, lambda g, ans, x: ad.div(g, ad.unary("sqrt", ad.add(ad.square(x), 1))))
 arccosh_p = _make("arccosh", np.arccosh, 1, kinds="fc")
+ad.defjvp(arccosh_p, lambda g, ans, x: ad.div(g, ad.mul(ad.unary("sqrt", ad.sub(x, 1)),
+                                                       ad.unary("sqrt", ad.add(x, 1)))))
 arctanh_p = _make("arctanh", np.arctanh, 1, kinds="fc")
+ad.defjvp(arctanh_p, lambda g, ans, x: ad.div(g, ad.sub(1, ad.square(x))))
 real_p = _make("real", np.real, 1, kinds="c", out="real", linear=True)
+ad.deflinear(real_p, lambda ct, x: [ad.to_complex(ct, x.ty.dtype)])   # ct + 0j
 imag_p = _make("imag", np.imag, 1, kinds="c", out="real", linear=True)
+ad.deflinear(imag_p, lambda ct, x: [ad.mul(ad.to_complex(ct, x.ty.dtype), -1j)])   # -1j * ct
 conj_p = _make("conj", np.conj, 1, kinds="c", linear=True)
+ad.deflinear(conj_p, lambda ct, x: [ad.unary("conj", ct)])
 isnan_p = _make("isnan", np.isnan, 1, kinds="fc", out="bool")
+ad.defnondiff(isnan_p, "bool result")
 isinf_p = _make("isinf", np.isinf, 1, kinds="fc", out="bool")
+ad.defnondiff(isinf_p, "bool result")
 isfinite_p = _make("isfinite", np.isfinite, 1, kinds="fc", out="bool")
+ad.defnondiff(isfinite_p, "bool result")
 not_p = _make("not", np.logical_not, 1, kinds="b")
+ad.defnondiff(not_p, "bool result")
 
 # binary ------------------------------------------------------------------------------------
 add_p = _make("add", np.add, 2, kinds="ifc", commutative=True, identity=0, linear=True)
+ad.defjvp(add_p, lambda g, *_: g, lambda g, *_: g)
+add_p.transpose = lambda ct, x, y: [ad.unbroadcast(ct, x.ty) if ad.is_undefined(x) else None,
+                                    ad.unbroadcast(ct, y.ty) if ad.is_undefined(y) else None]
 sub_p = _make("sub", np.subtract, 2, kinds="ifc", linear=True)
+ad.defjvp(sub_p, lambda g, *_: g, lambda g, *_: ad.neg(g))
+sub_p.transpose = lambda ct, x, y: [
+    ad.unbroadcast(ct, x.ty) if ad.is_undefined(x) else None,
+    ad.unbroadcast(ad.neg(ct), y.ty) if ad.is_undefined(y) else None]
 mul_p = _make("mul", np.multiply, 2, kinds="ifc", commutative=True, identity=1, bilinear=True)
+ad.defjvp(mul_p, lambda g, ans, x, y: ad.mul(g, y), lambda g, ans, x, y: ad.mul(x, g))
+
+
+def _mul_transpose(ct, x, y):
+    """Linear in one operand; ``mul_ct`` keeps masked zero cotangents zero (strong zeros)."""
+    if ad.is_undefined(x) and ad.is_undefined(y):
+        raise ValueError("mul of two tangents is not linear (a JVP rule emitted a bilinear term)")
+    if ad.is_undefined(x):
+        return [ad.unbroadcast(ad.mul_ct(ct, y), x.ty), None]
+    return [None, ad.unbroadcast(ad.mul_ct(ct, x), y.ty)]
+
+
+mul_p.transpose = _mul_transpose
 div_p = _make("div", np.true_divide, 2, kinds="fc")
+ad.defjvp(div_p, lambda g, ans, x, y: ad.div(g, y),
+          lambda g, ans, x, y: ad.mul(g, ad.neg(ad.div(ans, y))))
+
+
+def _div_transpose(ct, x, y):
+    if ad.is_undefined(y):
+        raise ValueError("div is linear in its numerator only")
+    return [ad.unbroadcast(ad.div_ct(ct, y), x.ty), None]
+
+
+div_p.transpose = _div_transpose
 floordiv_p = _make("floordiv", np.floor_divide, 2, kinds="if")   # NumPy: x // 0 == 0 for ints
+ad.defjvp_zero(floordiv_p, "piecewise constant")
 rem_p = _make("rem", np.remainder, 2, kinds="if")               # sign of the divisor, as NumPy
+ad.defjvp(rem_p, lambda g, ans, x, y: g,        # x - floor(x / y) * y
+          lambda g, ans, x, y: ad.mul(g, ad.neg(ad.unary("floor", ad.div(x, y)))))
 pow_p = _make("pow", np.power, 2, kinds="fc")
+
+
+def _pow_dx(g, ans, x, y):
+    """y * x**(y - 1), taken as 0 where y == 0 (x**0 is constant)."""
+    return ad.mul(g, ad.select(ad.eq(y, 0), 0, ad.mul(y, pow_p.bind(x, ad.sub(y, 1)))))
+
+
+def _pow_dy(g, ans, x, y):
+    """log(x) * x**y, taken as 0 where x == 0 (its limit for y > 0)."""
+    zero = ad.eq(x, 0)
+    return ad.mul(g, ad.select(zero, 0, ad.mul(ans, ad.unary("log", ad.select(zero, 1, x)))))
+
+
+ad.defjvp(pow_p, _pow_dx, _pow_dy)
 max_p = _make("max", np.maximum, 2, kinds="bif", commutative=True)   # NaN-propagating
+
+
+def _minmax_jvp(prim, cmp):
+    """maximum(x, y) takes x's tangent where x > y strictly, else y's: at a tie the derivative
+    follows the second operand, so relu = maximum(x, 0) has derivative 0 at 0 and
+    clip(x, lo, hi) has derivative 0 at its bounds (as JAX's clamp)."""
+    def rule(primals, tangents):
+        x, y = primals
+        ans = prim.bind(x, y)
+        tx, ty = tangents
+        if ad.is_zero(tx) and ad.is_zero(ty):
+            return ans, ad.Zero(ad.tangent_type(ad.ty(ans)))
+        pick = cmp(x, y)
+        t = ad.select(pick, 0 if ad.is_zero(tx) else tx, 0 if ad.is_zero(ty) else ty)
+        return ans, ad.broadcast_to(t, ad.ty(ans).shape)
+    prim.jvp = rule
+
+
+_minmax_jvp(max_p, ad.gt)
 min_p = _make("min", np.minimum, 2, kinds="bif", commutative=True)
+_minmax_jvp(min_p, ad.lt)
 atan2_p = _make("atan2", np.arctan2, 2, kinds="f")
+ad.defjvp(atan2_p,      # atan2(x, y): d/dx = y / (x² + y²), d/dy = -x / (x² + y²)
+          lambda g, ans, x, y: ad.mul(g, ad.div(y, ad.add(ad.square(x), ad.square(y)))),
+          lambda g, ans, x, y: ad.mul(g, ad.div(ad.neg(x), ad.add(ad.square(x), ad.square(y)))))
 hypot_p = _make("hypot", np.hypot, 2, kinds="f")
+ad.defjvp(hypot_p,      # x / hypot(x, y), taken as 0 at the origin (like |x|' at 0)
+          lambda g, ans, x, y: ad.mul(g, ad.div(x, ad.select(ad.eq(ans, 0), 1, ans))),
+          lambda g, ans, x, y: ad.mul(g, ad.div(y, ad.select(ad.eq(ans, 0), 1, ans))))
 eq_p = _make("eq", np.equal, 2, kinds="bifc", out="bool", commutative=True)
+ad.defnondiff(eq_p, "bool result")
 ne_p = _make("ne", np.not_equal, 2, kinds="bifc", out="bool", commutative=True)
+ad.defnondiff(ne_p, "bool result")
 lt_p = _make("lt", np.less, 2, kinds="bif", out="bool")
+ad.defnondiff(lt_p, "bool result")
 le_p = _make("le", np.less_equal, 2, kinds="bif", out="bool")
+ad.defnondiff(le_p, "bool result")
 gt_p = _make("gt", np.greater, 2, kinds="bif", out="bool")
+ad.defnondiff(gt_p, "bool result")
 ge_p = _make("ge", np.greater_equal, 2, kinds="bif", out="bool")
+ad.defnondiff(ge_p, "bool result")
 and_p = _make("and", np.logical_and, 2, kinds="b", commutative=True)
+ad.defnondiff(and_p, "bool result")
 or_p = _make("or", np.logical_or, 2, kinds="b", commutative=True)
+ad.defnondiff(or_p, "bool result")
 xor_p = _make("xor", np.logical_xor, 2, kinds="b", commutative=True)
+ad.defnondiff(xor_p, "bool result")
 
 
 def _integer_pow_impl(x, *, n):
@@ -148,6 +278,17 @@ integer_pow_p = Primitive("integer_pow", "elementwise", _integer_pow_shape, _int
                           nargs=1)
 
 
+def _integer_pow_jvp(g, ans, x, *, n):
+    if n == 0:
+        return ad.Zero(ad.tangent_type(ad.ty(ans)))
+    if n == 1:
+        return g
+    return ad.mul(g, ad.mul(x, float(n)) if n == 2 else ad.mul(ad.integer_pow(x, n - 1), float(n)))
+
+
+ad.defjvp(integer_pow_p, _integer_pow_jvp)
+
+
 def _select_shape(pred, on_true, on_false):
     if pred.dtype != dtypes.bool_:
         raise DTypeError(f"select: the predicate must be bool, got {pred.dtype}")
@@ -163,6 +304,29 @@ def _select_impl(pred, on_true, on_false):
 
 # select(pred, on_true, on_false) = on_true where pred else on_false
 select_p = Primitive("select", "elementwise", _select_shape, _select_impl, nargs=3)
+
+
+def _select_jvp(primals, tangents):
+    pred, a, b = primals
+    ans = select_p.bind(pred, a, b)
+    _, ta, tb = tangents
+    if ad.is_zero(ta) and ad.is_zero(tb):
+        return ans, ad.Zero(ad.tangent_type(ad.ty(ans)))
+    t = ad.select(pred, 0 if ad.is_zero(ta) else ta, 0 if ad.is_zero(tb) else tb)
+    return ans, ad.broadcast_to(t, ad.ty(ans).shape)
+
+
+def _select_transpose(ct, pred, a, b):
+    """Each branch gets the cotangent where it was picked and a *masked* zero elsewhere."""
+    assert not ad.is_undefined(pred)
+    return [None,
+            ad.unbroadcast(ad.select(pred, ct, 0), a.ty) if ad.is_undefined(a) else None,
+            ad.unbroadcast(ad.select(pred, 0, ct), b.ty) if ad.is_undefined(b) else None]
+
+
+select_p.jvp = _select_jvp
+select_p.transpose = _select_transpose
+select_p.props["masks_cotangent"] = True
 
 
 def _convert_shape(x, *, dtype):
@@ -192,3 +356,22 @@ def _convert_impl(x, *, dtype):
 
 
 convert_p = Primitive("convert", "elementwise", _convert_shape, _convert_impl, nargs=1)
+
+
+def _convert_jvp(primals, tangents, *, dtype):
+    """float <-> float/complex carries the tangent; to int/bool (or from them) there is none."""
+    (x,), (t,) = primals, tangents
+    ans = convert_p.bind(x, dtype=dtype)
+    if ad.is_zero(t) or not ad.differentiable(ad.ty(ans)):
+        return ans, ad.Zero(ad.tangent_type(ad.ty(ans)))
+    return ans, ad.convert(t, dtype)
+
+
+def _convert_transpose(ct, x, *, dtype):
+    if x.ty.dtype.kind == "f" and ad.ty(ct).dtype.kind == "c":
+        ct = ad.real_part(ct)          # the pairing Re(ct * t) of a real t
+    return [ad.convert(ct, x.ty.dtype)]
+
+
+convert_p.jvp = _convert_jvp
+convert_p.transpose = _convert_transpose

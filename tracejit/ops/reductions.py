@@ -12,6 +12,8 @@ from .. import dtypes
 from ..core import Primitive
 from ..errors import DTypeError, ShapeError
 from ..ir import Type
+from .. import ad_util as ad
+from ..core import REGISTRY
 
 
 def _check_axes(name, x, axes):
@@ -38,9 +40,67 @@ def _reduce(name, np_fn, *, identity, kinds, **props):
 
 
 reduce_sum_p = _reduce("reduce_sum", np.sum, identity=0, kinds="bifc", linear=True)
+
+
+def _kept(ndim, axes):
+    return tuple(a for a in range(ndim) if a not in axes)
+
+
+ad.deflinear(reduce_sum_p, lambda ct, x, *, axes: [
+    ad.broadcast_in_dim(ct, x.ty.shape, _kept(x.ty.ndim, axes))])
 reduce_prod_p = _reduce("reduce_prod", np.prod, identity=1, kinds="ifc")
+
+
+def _reduce_prod_jvp(primals, tangents, *, axes):
+    """d prod = sum_j t_j * prod_{k != j} x_k, with the exclusive products from a left and a
+    right cumprod (exact when some x_k are zero; no division)."""
+    (x,), (t,) = primals, tangents
+    ans = reduce_prod_p.bind(x, axes=axes)
+    xt = ad.ty(x)
+    n = int(np.prod([xt.shape[a] for a in axes], dtype=np.int64))
+    if ad.is_zero(t) or n == 0:
+        return ans, ad.Zero(ad.tangent_type(ad.ty(ans)))
+    kept = _kept(xt.ndim, axes)
+    flat = tuple(xt.shape[a] for a in kept) + (n,)
+
+    def lay_out(v):
+        return ad.reshape(ad.transpose(v, kept + tuple(axes)), flat)
+
+    xf, last = lay_out(x), len(flat) - 1
+    one = ad.lit(1, xt.dtype)
+    shift = dict(start=(0,) * len(flat), limit=flat[:-1] + (n - 1,), step=(1,) * len(flat))
+    lo, hi = (0,) * last, (0,) * last
+    left = REGISTRY["pad"].bind(REGISTRY["slice"].bind(
+        cumprod_p.bind(xf, axis=last, reverse=False), **shift), one, lo=lo + (1,), hi=hi + (0,))
+    right = REGISTRY["pad"].bind(REGISTRY["slice"].bind(
+        cumprod_p.bind(xf, axis=last, reverse=True), start=(0,) * last + (1,), limit=flat,
+        step=(1,) * len(flat)), one, lo=lo + (0,), hi=hi + (1,))
+    others = ad.mul(left, right)
+    return ans, ad.reduce_sum(ad.mul(lay_out(t), others), (last,))
+
+
+reduce_prod_p.jvp = _reduce_prod_jvp
 reduce_max_p = _reduce("reduce_max", np.max, identity=None, kinds="bif")
 reduce_min_p = _reduce("reduce_min", np.min, identity=None, kinds="bif")
+
+
+def _chooser_jvp(prim):
+    """reduce_max/min: the tangent is the mean of the tangents of all tied extreme elements, so
+    the cotangent is split equally among tied maxima (as JAX). NaN is an extreme like NumPy."""
+    def rule(primals, tangents, *, axes):
+        (x,), (t,) = primals, tangents
+        ans = prim.bind(x, axes=axes)
+        if ad.is_zero(t):
+            return ans, ad.Zero(ad.tangent_type(ad.ty(ans)))
+        xt = ad.ty(x)
+        loc = ad.eq(x, ad.broadcast_in_dim(ans, xt.shape, _kept(xt.ndim, axes)))
+        counts = ad.reduce_sum(ad.convert(loc, xt.dtype), axes)
+        return ans, ad.div(ad.reduce_sum(ad.select(loc, t, 0), axes), counts)
+    prim.jvp = rule
+
+
+_chooser_jvp(reduce_max_p)
+_chooser_jvp(reduce_min_p)
 
 
 def _arg_shape(name):
@@ -60,6 +120,8 @@ argmax_p = Primitive("argmax", "reduction", _arg_shape("argmax"),
                      lambda x, *, axis: np.asarray(np.argmax(x, axis=axis), dtype=np.int64))
 argmin_p = Primitive("argmin", "reduction", _arg_shape("argmin"),
                      lambda x, *, axis: np.asarray(np.argmin(x, axis=axis), dtype=np.int64))
+ad.defnondiff(argmax_p, "integer result")
+ad.defnondiff(argmin_p, "integer result")
 
 
 def _scan(name, np_fn, **props):
@@ -81,4 +143,32 @@ def _scan(name, np_fn, **props):
 
 
 cumsum_p = _scan("cumsum", np.cumsum, linear=True)
+ad.deflinear(cumsum_p, lambda ct, x, *, axis, reverse: [
+    cumsum_p.bind(ct, axis=axis, reverse=not reverse)])
 cumprod_p = _scan("cumprod", np.cumprod)
+
+
+def _cumprod_jvp(primals, tangents, *, axis, reverse):
+    """dy_i = sum_{j <= i} t_j * prod_{k <= i, k != j} x_k, exact with zeros: a cumprod of x with
+    x_j replaced by 1, for every j (O(n²) in the axis length)."""
+    (x,), (t,) = primals, tangents
+    ans = cumprod_p.bind(x, axis=axis, reverse=reverse)
+    if ad.is_zero(t):
+        return ans, ad.Zero(ad.tangent_type(ad.ty(ans)))
+    xt = ad.ty(x)
+    n, nd = xt.shape[axis], xt.ndim
+    big = (n,) + xt.shape
+    j = np.arange(n).reshape((n,) + (1,) * nd)
+    k = np.arange(n).reshape((1,) * (axis + 1) + (n,) + (1,) * (nd - axis - 1))
+    eye = np.broadcast_to(j == k, big)
+    before = np.broadcast_to(j >= k if reverse else j <= k, big)      # j contributes to k
+    dims = tuple(range(1, nd + 1))
+    z = cumprod_p.bind(ad.select(eye, 1, ad.broadcast_in_dim(x, big, dims)), axis=axis + 1,
+                       reverse=reverse)
+    t_j = ad.transpose(t, (axis,) + tuple(i for i in range(nd) if i != axis))   # t_j along 0
+    t_j = ad.broadcast_in_dim(t_j, big, (0,) + tuple(i + 1 for i in range(nd) if i != axis))
+    terms = ad.select(before, ad.mul(t_j, z), 0)
+    return ans, ad.reduce_sum(terms, (0,))
+
+
+cumprod_p.jvp = _cumprod_jvp
