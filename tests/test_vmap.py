@@ -75,7 +75,8 @@ def test_every_primitive_has_a_batching_path():
     from tracejit.transforms import batching
     missing = [p.name for p in REGISTRY.values()
                if p.batch is None and p not in batching._RULES
-               and p.kind not in ("elementwise", "reduction", "structural")]
+               and p.kind not in ("elementwise", "reduction", "structural")
+               and p.name != "custom_vjp_lin"]        # only ever transposed, never batched
     assert not missing, f"no batching rule: {missing}"
 
 

@@ -14,6 +14,7 @@ from .ad import (jvp, linearize, vjp, grad, value_and_grad, jacfwd, jacrev,  # n
 from .custom import stop_gradient, custom_jvp, custom_vjp  # noqa: F401
 from . import test_util  # noqa: F401
 from .control import cond, switch, while_loop, fori_loop, scan  # noqa: F401
+from .checkpoint import checkpoint, remat, residual_bytes  # noqa: F401
 from .transforms.batching import vmap  # noqa: F401
 from . import tree  # noqa: F401
 from .tree import register_pytree_node  # noqa: F401

@@ -104,7 +104,8 @@ class _Staged:
         if self._lin is None:
             jg, _ = jvp_graph(self.graph, self.diff)
             n_args = len(self.graph.invars)
-            fwd, lin, n_res = partial_eval(simplify(jg), n_args, len(self.graph.outvars))
+            fwd, lin, n_res = partial_eval(simplify(jg, inline=False), n_args,
+                                           len(self.graph.outvars))
             self._lin = simplify(fwd), lin, n_res
         return self._lin
 

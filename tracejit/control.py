@@ -48,7 +48,7 @@ def _carry_leaves(init):
 
 def _strong_array(x):
     t = type_of(x)
-    return np.asarray(x, dtype=t.dtype)
+    return np.asarray(getattr(x, "value", x), dtype=t.dtype)     # arrays, scalars, Literals
 
 
 def cond(pred, true_fun, false_fun, *operands):
@@ -115,11 +115,16 @@ def while_loop(cond_fun, body_fun, init_val):
     return tree.unflatten(treedef, outs)
 
 
-def scan(f, init, xs=None, length=None, reverse=False):
+def scan(f, init, xs=None, length=None, reverse=False, checkpoint_every=None):
     """``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns (carry, stacked ys).
 
     ``xs`` may be None with ``length`` given. ``reverse=True`` runs from the end.
+    ``checkpoint_every=k``: reverse mode stores the carry every k steps only and recomputes the
+    steps in between (``"sqrt"``: k = ceil(sqrt(length))), trading time for O(length/k + k)
+    residual memory instead of O(length).
     """
+    if checkpoint_every is not None:
+        return _scan_checkpointed(f, init, xs, length, reverse, checkpoint_every)
     x_leaves, x_tree = tree.flatten(xs)
     x_leaves = [x if isinstance(x, Tracer) else _strong_array(x) for x in x_leaves]
     lengths = {type_of(x).shape[0] if type_of(x).shape else None for x in x_leaves}
@@ -185,3 +190,58 @@ def fori_loop(lower, upper, body_fun, init_val):
 
     lo = convert(lower, dtypes.int64) if isinstance(lower, Tracer) else np.int64(lower)
     return while_loop(cond_fun, body, (lo, init_val))[1]
+
+
+def _scan_checkpointed(f, init, xs, length, reverse, every):
+    """A scan of segments of ``every`` steps, each segment a checkpointed inner scan."""
+    from .checkpoint import checkpoint
+    from .numpy.shape import concatenate, reshape
+    x_leaves, x_tree = tree.flatten(xs)
+    n = length if length is not None else type_of(x_leaves[0]).shape[0]
+    k = int(np.ceil(np.sqrt(n))) if every == "sqrt" else int(every)
+    if k <= 0:
+        raise ValueError(f"scan: checkpoint_every must be positive, got {every!r}")
+    n_seg, rem = divmod(n, k)
+    if n_seg <= 1:
+        return scan(f, init, xs, length=length, reverse=reverse)
+
+    def part(lo, hi):
+        return tree.unflatten(x_tree, [x[lo:hi] for x in x_leaves]) if x_leaves else None
+
+    def segmented(lo, count):
+        def seg_xs(x):
+            return reshape(x, (count, k) + type_of(x).shape[1:])
+        seg = tree.unflatten(x_tree, [seg_xs(x[lo:lo + count * k]) for x in x_leaves]) \
+            if x_leaves else None
+
+        @checkpoint
+        def segment(c, sx):
+            return scan(f, c, sx, length=k, reverse=reverse)
+
+        return seg, segment
+
+    seg_xs, segment = segmented(rem if reverse else 0, n_seg)
+    rest_lo, rest_hi = (0, rem) if reverse else (n_seg * k, n)
+
+    def run_segments(c):
+        c, ys = scan(lambda c, sx: segment(c, sx), c, seg_xs, length=n_seg, reverse=reverse)
+        return c, tree.tree_map(lambda y: reshape(y, (n_seg * k,) + type_of(y).shape[2:]), ys)
+
+    def run_rest(c):
+        return scan(f, c, part(rest_lo, rest_hi), length=rem, reverse=reverse)
+
+    if reverse:          # the segments hold the end of xs, which a reverse scan visits first
+        carry, ys_seg = run_segments(init)
+        if rem:
+            carry, ys_rest = run_rest(carry)
+            ys = tree.tree_map(lambda a, b: concatenate([a, b]), ys_rest, ys_seg)
+        else:
+            ys = ys_seg
+    else:
+        carry, ys_seg = run_segments(init)
+        if rem:
+            carry, ys_rest = run_rest(carry)
+            ys = tree.tree_map(lambda a, b: concatenate([a, b]), ys_seg, ys_rest)
+        else:
+            ys = ys_seg
+    return carry, ys

@@ -251,13 +251,13 @@ def run_pass(name, fn, graph: Graph) -> Graph:
     return out
 
 
-def _simplify_subgraphs(graph: Graph) -> Graph:
+def _simplify_subgraphs(graph: Graph, inline: bool = True) -> Graph:
     """Simplify the sub-graphs of control-flow equations (their interfaces are unchanged)."""
     def sub(value):
         if isinstance(value, Graph):
-            return simplify(value)
+            return simplify(value, inline)
         if isinstance(value, tuple) and value and all(isinstance(v, Graph) for v in value):
-            return tuple(simplify(v) for v in value)
+            return tuple(simplify(v, inline) for v in value)
         return value
 
     if not any(e.prim.kind == "control" for e in graph.eqns):
@@ -267,12 +267,17 @@ def _simplify_subgraphs(graph: Graph) -> Graph:
     return graph.replace(eqns=eqns)
 
 
-def simplify(graph: Graph) -> Graph:
-    """Run the simplification pipeline to a fixed point (at most 4 rounds)."""
-    graph = _simplify_subgraphs(graph)
+def simplify(graph: Graph, inline: bool = True) -> Graph:
+    """Run the simplification pipeline to a fixed point (at most 4 rounds).
+
+    ``inline=False`` keeps call primitives (checkpoint regions, custom rules) as they are: AD
+    simplifies a JVP graph that way before partial evaluation, which needs the regions."""
+    graph = _simplify_subgraphs(graph, inline)
     for _ in range(4):
         before = len(graph.eqns)
         for name, fn in PIPELINE:
+            if name == "inline" and not inline:
+                continue
             graph = run_pass(name, fn, graph)
         if len(graph.eqns) == before:
             break

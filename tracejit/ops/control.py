@@ -19,6 +19,19 @@ from ..errors import ShapeError
 from ..ir import Type
 
 
+def _rules(prim, name):
+    """Attach the differentiation rules (in transforms/control_ad.py, imported when first used
+    because they build on the AD transforms, which sit above ops in the layering)."""
+    def lazy(kind):
+        def rule(*args, **kwargs):
+            from ..transforms import control_ad
+            return getattr(control_ad, f"{name}_{kind}")(*args, **kwargs)
+        return rule
+    prim.jvp = lazy("jvp")
+    prim.transpose = lazy("transpose")
+    prim.props["partial_eval"] = lazy("partial_eval")
+
+
 def _types_text(types):
     return "(" + ", ".join(str(t) for t in types) + ")"
 
@@ -45,7 +58,7 @@ def _cond_impl(index, *ops, branches):
 
 
 cond_p = Primitive("cond", "control", _cond_shape, _cond_impl, multiple_results=True)
-cond_p.props["nondiff"] = "not differentiable yet: AD of control flow is a follow-up to issue 3"
+_rules(cond_p, "cond")
 
 
 def _while_shape(*args, cond, body, n_cond_consts, n_body_consts):
@@ -75,7 +88,7 @@ def _while_impl(*args, cond, body, n_cond_consts, n_body_consts):
 
 
 while_p = Primitive("while", "control", _while_shape, _while_impl, multiple_results=True)
-while_p.props["nondiff"] = "not differentiable yet: AD of control flow is a follow-up to issue 3"
+_rules(while_p, "while")
 
 
 def _scan_shape(*args, body, length, reverse, n_consts, n_carry):
@@ -109,4 +122,4 @@ def _scan_impl(*args, body, length, reverse, n_consts, n_carry):
 
 
 scan_p = Primitive("scan", "control", _scan_shape, _scan_impl, multiple_results=True)
-scan_p.props["nondiff"] = "not differentiable yet: AD of control flow is a follow-up to issue 3"
+_rules(scan_p, "scan")

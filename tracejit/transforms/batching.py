@@ -327,8 +327,30 @@ def _scan_rule(args, dims, B, *, body, length, reverse, n_consts, n_carry):
     return list(outs[:n_carry]) + ys, cdims + [0 if d is not None else None for d in ydims]
 
 
-_RULES = {ct.dot_general_p: _dot_rule, cf.cond_p: _cond_rule, cf.while_p: _while_rule,
-          cf.scan_p: _scan_rule}
+def _remat_rule(args, dims, B, *, call, policy):
+    from ..checkpoint import remat_p
+    g, odims = batch_graph(call, dims, B)
+    return remat_p.bind(*args, call=g, policy=policy), odims
+
+
+def _inline_call_rule(args, dims, B, *, call, **params):
+    """custom_jvp/custom_vjp calls: batched by batching the primal function (the custom rule
+    still applies when differentiating inside vmap; grad of vmap differentiates the primal)."""
+    return batch_eval(call, list(args), list(dims), B)
+
+
+def _rules():
+    from ..checkpoint import remat_p
+    from ..core import REGISTRY
+    rules = {ct.dot_general_p: _dot_rule, cf.cond_p: _cond_rule, cf.while_p: _while_rule,
+             cf.scan_p: _scan_rule, remat_p: _remat_rule}
+    for name in ("custom_jvp_call", "custom_vjp_call"):
+        if name in REGISTRY:
+            rules[REGISTRY[name]] = _inline_call_rule
+    return rules
+
+
+_RULES = _rules()
 
 
 def apply_rule(prim, args, dims, B, params):

@@ -1,7 +1,8 @@
 """Partial evaluation: split a JVP graph into a forward graph and a linear graph.
 
 The inputs of a JVP graph are primals (known when the forward pass runs) and tangents (unknown
-until later). An equation is *unknown* when any operand is unknown; JVP rules are written so
+until later). An equation is *unknown* when any operand is unknown (a control-flow primitive's
+``partial_eval`` rule may instead split it into a known and an unknown part); JVP rules are written so
 that unknown equations are linear in their unknown operands (mul by a residual, select with a
 known predicate, structural ops, dot_general with one known operand, ...).
 
@@ -26,11 +27,21 @@ def partial_eval(jgraph: Graph, n_known_in: int, n_known_out: int):
     unknown: set[int] = {id(v) for v in jgraph.invars[n_known_in:]}
     known_eqns, lin_eqns = [], []
     for eqn in jgraph.eqns:
-        if any(isinstance(a, Var) and id(a) in unknown for a in eqn.invars):
+        flags = [isinstance(a, Var) and id(a) in unknown for a in eqn.invars]
+        if not any(flags):
+            known_eqns.append(eqn)
+            continue
+        rule = eqn.prim.props.get("partial_eval")     # control flow: split the equation
+        split = rule(eqn, [not f for f in flags]) if rule is not None else None
+        if split is None:
             lin_eqns.append(eqn)
             unknown.update(id(v) for v in eqn.outvars)
-        else:
-            known_eqns.append(eqn)
+            continue
+        k_eqns, u_eqns = split
+        known_eqns.extend(k_eqns)
+        lin_eqns.extend(u_eqns)
+        for e in u_eqns:
+            unknown.update(id(v) for v in e.outvars)
 
     consts = {id(c): (c, val) for c, val in zip(jgraph.constvars, jgraph.constvals)}
     residuals: list[Var] = []
