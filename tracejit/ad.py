@@ -456,31 +456,24 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False):
     return Derivative(body, fun, "grad", argnums)
 
 
-def _stack_jacobian(cols, in_shape, out_shape, dtype):
-    """Columns (one per input element, each of ``out_shape``) -> array of out_shape + in_shape."""
-    import tracejit.numpy as tnp
-    n = int(np.prod(in_shape, dtype=np.int64))
-    if n == 0 or all(is_zero(c) for c in cols):
-        return _materialize(Zero(Type(dtype, tuple(out_shape) + tuple(in_shape))),
-                            Type(dtype, tuple(out_shape) + tuple(in_shape)))
-    cols = [_materialize(c, Type(dtype, tuple(out_shape))) for c in cols]
-    j = tnp.stack(cols, axis=-1)                                # out_shape + (n,)
-    return tnp.reshape(j, tuple(out_shape) + tuple(in_shape))
+def _basis(t: Type):
+    """The identity as a batch of one-hot tangents: shape (t.size,) + t.shape."""
+    return np.eye(t.size, dtype=t.dtype).reshape((t.size,) + tuple(t.shape))
 
 
-def _rows_jacobian(rows, in_shape, out_shape, dtype):
-    """Rows (one per output element, each of ``in_shape``) -> array of out_shape + in_shape."""
+def _jacobian_block(batched, n_basis, basis_shape, other_shape, basis_last):
+    """A vmapped result of shape (n_basis,) + other_shape as the Jacobian block
+    other_shape + basis_shape (basis_last) or basis_shape + other_shape."""
     import tracejit.numpy as tnp
-    m = int(np.prod(out_shape, dtype=np.int64))
-    shape = tuple(out_shape) + tuple(in_shape)
-    if m == 0:
-        return np.zeros(shape, dtype)
-    rows = [_materialize(r, Type(dtype, tuple(in_shape))) for r in rows]
-    return tnp.reshape(tnp.stack(rows, axis=0), shape)
+    if basis_last:
+        moved = tnp.moveaxis(batched, 0, -1) if len(other_shape) else batched
+        return tnp.reshape(moved, tuple(other_shape) + tuple(basis_shape))
+    return tnp.reshape(batched, tuple(basis_shape) + tuple(other_shape))
 
 
 def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
-    """The Jacobian by forward mode: one JVP of the linearized graph per input element.
+    """The Jacobian by forward mode: the linearized graph pushes the whole basis of each input
+    leaf as one batched (vmapped) JVP.
 
     ``jacfwd(f)(x)[o]`` has shape ``out.shape + x.shape`` for every output leaf ``o`` (a tuple
     over argnums when ``argnums`` is a tuple).
@@ -497,27 +490,23 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
         outs, res = outs[:n], outs[n:]
         in_types = staged.in_types
         out_types = staged.out_types[:staged.n_out]
-        # cols[o][l] = list over the elements of input leaf l of output o's tangent
-        cols = [[[] for _ in in_types] for _ in out_types]
-        for l, it in enumerate(in_types):
-            for k in range(it.size):
-                tans = []
-                for m, mt in enumerate(in_types):
-                    if m == l:
-                        e = np.zeros(it.size, it.dtype)
-                        e[k] = 1
-                        tans.append(e.reshape(it.shape))
-                    else:
-                        tans.append(Zero(tangent_type(mt)))
-                touts = eval_linear(lin, n_res, res, tans)
-                for o in range(len(out_types)):
-                    cols[o][l].append(touts[o])
+        from .transforms.batching import vmap
         _, args_tree = tree.flatten(tuple(dargs))
+        blocks = [[None] * len(in_types) for _ in out_types]      # blocks[o][l]
+        for l, it in enumerate(in_types):
+            def push(e, l=l):
+                tans = [e if m == l else Zero(tangent_type(mt)) for m, mt in enumerate(in_types)]
+                touts = eval_linear(lin, n_res, res, tans)
+                return [_materialize(t, ot) for t, ot in zip(touts, out_types)]
+            if it.size == 0:
+                cols = [np.zeros((0,) + ot.shape, ot.dtype) for ot in out_types]
+            else:
+                cols = vmap(push)(_basis(it))                     # one batched JVP per leaf
+            for o, ot in enumerate(out_types):
+                blocks[o][l] = _jacobian_block(cols[o], it.size, it.shape, ot.shape, True)
         jac = []
-        for o, ot in enumerate(out_types):
-            per_in = [_stack_jacobian(cols[o][l], it.shape, ot.shape, ot.dtype)
-                      for l, it in enumerate(in_types)]
-            j = tree.unflatten(args_tree, per_in)
+        for o in range(len(out_types)):
+            j = tree.unflatten(args_tree, blocks[o])
             jac.append(j[0] if single else tuple(j))
         result = tree.unflatten(staged.out_tree, jac)
         if has_aux:
@@ -529,8 +518,8 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
 
 
 def jacrev(fun, argnums=0, has_aux=False, holomorphic=False):
-    """The Jacobian by reverse mode: one backward pass per output element (the forward pass runs
-    once). Same result layout as :func:`jacfwd`."""
+    """The Jacobian by reverse mode: the forward pass runs once and the backward graph pulls the
+    whole basis of each output leaf as one batched (vmapped) VJP. Same layout as :func:`jacfwd`."""
     def body(*args, **kwargs):
         nums, single = _check_argnums("jacrev", argnums, args)
         _check_inputs("jacrev", args, nums, holomorphic, allow_complex=True)
@@ -546,23 +535,22 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False):
                                  f"holomorphic differentiation pass holomorphic=True.")
         in_leaves, args_tree = tree.flatten(tuple(dargs))
         in_types = [leaf_type(x, "argument") for x in in_leaves]
-        rows = [[[] for _ in in_types] for _ in o_types]
+        from .transforms.batching import vmap
+        blocks = [[None] * len(in_types) for _ in o_types]        # blocks[o][l]
         for o, ot in enumerate(o_types):
-            for k in range(ot.size):
-                cts = []
-                for m, mt in enumerate(o_types):
-                    e = np.zeros(mt.size, mt.dtype)
-                    if m == o:
-                        e[k] = 1
-                    cts.append(e.reshape(mt.shape))
-                g = tree.flatten(vjp_fn(tree.unflatten(o_tree, cts)))[0]
-                for l in range(len(in_types)):
-                    rows[o][l].append(g[l])
+            def pull(e, o=o):
+                cts = [e if m == o else np.zeros(mt.shape, mt.dtype)
+                       for m, mt in enumerate(o_types)]
+                return tree.flatten(vjp_fn(tree.unflatten(o_tree, cts)))[0]
+            if ot.size == 0:
+                rows = [np.zeros((0,) + it.shape, it.dtype) for it in in_types]
+            else:
+                rows = vmap(pull)(_basis(ot))                     # one batched VJP per leaf
+            for l, it in enumerate(in_types):
+                blocks[o][l] = _jacobian_block(rows[l], ot.size, ot.shape, it.shape, False)
         jac = []
-        for o, ot in enumerate(o_types):
-            per_in = [_rows_jacobian(rows[o][l], it.shape, ot.shape, it.dtype)
-                      for l, it in enumerate(in_types)]
-            j = tree.unflatten(args_tree, per_in)
+        for o in range(len(o_types)):
+            j = tree.unflatten(args_tree, blocks[o])
             jac.append(j[0] if single else tuple(j))
         result = tree.unflatten(o_tree, jac)
         return (result, res[2]) if has_aux else result

@@ -492,8 +492,10 @@ def vmap(f, in_axes=0, out_axes=0):
     compiled = trace(run)
 
     def vmapped(*args):
-        if any(isinstance(x, Tracer) for x in tree.flatten(args)[0]):
-            return run(*args)
+        from ..core import current_builder
+        if current_builder() is not None or \
+                any(isinstance(x, Tracer) for x in tree.flatten(args)[0]):
+            return run(*args)                      # inside a trace: inline
         return compiled(*args)
 
     vmapped.__wrapped__ = f
