@@ -463,13 +463,13 @@ def while_transpose(cts, *args, cond, body, n_cond_consts, n_body_consts):
         full = []
         it = iter(p)
         for i in range(nc):
-            full.append(next(it) if i in kc_idx else ad.zeros(tangent_type(carry[i].ty)))
+            full.append(next(it) if i in kc_idx else ad.zeros(tangent_type(ad.ty(carry[i]))))
         return eval_graph(cond, list(cc) + full)[0]
 
     # trip count of the primal loop
     n = while_loop(lambda s: keep_going(s[1]), lambda s: (np_add(s[0], 1), known_step(s[1])),
                    (np.int64(0), list(p0)))[0]
-    ct_carry = [_as_value(c, tangent_type(t.ty)) for c, t in zip(cts, carry)]
+    ct_carry = [_as_value(c, tangent_type(ad.ty(t))) for c, t in zip(cts, carry)]
     ct_u = [c for c, u in zip(ct_carry, cu) if u]
     n_ub = sum(1 for x in bc if is_undefined(x))
     acc0 = [ad.zeros(t) for t in u_types[:n_ub]]
