@@ -36,8 +36,19 @@ def ones(shape, dtype=float, order="C"):
 
 
 empty = zeros             # never hand out uninitialised memory
-eye = np.eye
-identity = np.identity
+
+
+def eye(N, M=None, k=0, dtype=float, order="C"):
+    """numpy.eye (a concrete array; the sizes must be concrete)."""
+    _static_shape((N, M, k), "eye")
+    return np.eye(N, M, k, dtype=dtype)
+
+
+def identity(n, dtype=None):
+    _static_shape(n, "identity")
+    return np.identity(n, dtype=dtype)
+
+
 tri = np.tri
 
 
@@ -78,7 +89,8 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None):
 def _concrete(x, fname):
     if isinstance(x, Tracer):
         raise ConcretizationError(f"{fname} needs concrete bounds (the result shape depends on "
-                                  f"them); got a traced {x.ty}. Pass them as static arguments.")
+                                  f"them); got a traced {x.ty}. Pass them as static arguments "
+                                  f"(static_argnums / static_argnames) or Python ints.")
     return x
 
 
@@ -91,27 +103,47 @@ def arange(start, stop=None, step=None, dtype=None):
 
 @implements(np.linspace)
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
-    """Evenly spaced values; ``start``/``stop`` may be traced, ``num`` must be concrete."""
-    from .math import add, multiply, subtract
+    """Evenly spaced values, NumPy's algorithm step for step; ``start``/``stop`` may be traced
+    (scalars or arrays, broadcast together), ``num`` must be concrete."""
+    from ._base import broadcast_shapes, result_type
+    from .logic import where
+    from .math import add, equal, floor, multiply, subtract, true_divide
+    from .shape import moveaxis
     _concrete(num, "linspace(num=...)")
+    num = int(num)
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
     div = (num - 1) if endpoint else num
-    step_frac = np.arange(num, dtype=np.float64) / div if div > 0 else np.zeros(num)
-    if endpoint and num > 1:
-        step_frac[-1] = 1.0
-    start_t, stop_t = type_of(start), type_of(stop)
-    if start_t.shape or stop_t.shape or axis != 0:
-        from ..errors import UnsupportedError
-        raise UnsupportedError("linspace with traced array endpoints is not supported yet")
+    dt, _ = result_type(start, stop, 1.0)
+    dt = dtypes.float_dtype(dt)
+    start, stop = convert(start, dt), convert(stop, dt)
+    shape = broadcast_shapes("linspace", type_of(start).shape, type_of(stop).shape)
     delta = subtract(stop, start)
-    out = add(start, multiply(delta, step_frac))
+    y = np.arange(0, num, dtype=dt).reshape((-1,) + (1,) * len(shape))
+    if div > 0:
+        from .reductions import any as any_
+        step = true_divide(delta, div)
+        # NumPy switches the whole result to (y / div) * delta if any step is zero
+        y = where(any_(equal(step, 0)), multiply(true_divide(y, div), delta), multiply(y, step))
+    else:
+        step = np.nan
+        y = multiply(y, delta)
+    y = add(y, start)
     if endpoint and num > 1:
-        from .logic import where
-        out = where(np.arange(num) == num - 1, stop, out)     # the endpoint exactly
+        last = np.arange(num).reshape((-1,) + (1,) * len(shape)) == num - 1
+        y = where(last, stop, y)
+    y = broadcast_to(y, (num,) + shape)
+    if axis != 0:
+        from ._base import normalize_axis
+        y = moveaxis(y, 0, normalize_axis(axis, len(shape) + 1, "linspace"))
     if dtype is not None:
-        out = out.astype(dtype)
+        odt = dtypes.canonical(dtype)
+        if odt.kind in "bi":
+            y = floor(y)
+        y = convert(y, odt) if isinstance(y, Tracer) else np.asarray(y).astype(odt)
     if retstep:
-        return out, (multiply(delta, 1.0 / div) if div > 0 else np.nan)
-    return out
+        return y, step
+    return y
 
 
 @implements(np.array)

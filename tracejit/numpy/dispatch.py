@@ -7,6 +7,9 @@ from ..errors import UnsupportedError
 _UFUNC_ALIASES = {"absolute": "absolute", "conjugate": "conj", "divide": "true_divide"}
 _REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
            "logical_and": "all", "logical_or": "any"}
+# functions outside the main namespace with the main namespace's semantics
+_SAME_AS_NUMPY = {("numpy.linalg", "matmul"), ("numpy.linalg", "tensordot"),
+                  ("numpy.linalg", "outer")}
 _ACCUMULATE = {"add": "cumsum", "multiply": "cumprod"}
 
 
@@ -46,8 +49,12 @@ def array_ufunc(ufunc, method, inputs, kwargs):
 
 
 def array_function(func, args, kwargs):
-    fn = getattr(_namespace(), func.__name__, None)
+    module = getattr(func, "__module__", "numpy") or "numpy"
+    public = "numpy" if module.startswith("numpy._core") or module == "numpy" else module
+    same = public == "numpy" or (public, func.__name__) in _SAME_AS_NUMPY
+    fn = getattr(_namespace(), func.__name__, None) if same else None
     if fn is None or fn is func or not callable(fn):
-        raise UnsupportedError(f"numpy.{func.__name__} is not supported by tracejit on traced "
-                               f"arrays (tracejit.numpy lists what is)")
+        raise UnsupportedError(f"{public}.{func.__name__} is not supported by tracejit on traced "
+                               f"arrays (tracejit.numpy lists what is); compute it outside the "
+                               f"traced function or express it with supported operations")
     return fn(*args, **kwargs)

@@ -62,7 +62,7 @@ def _expand(idx, ndim):
         raise IndexError(f"too many indices for array: array is {ndim}-dimensional, but {used} "
                          f"were indexed")
     if n_ell:
-        i = comps.index(Ellipsis)
+        i = next(k for k, c in enumerate(comps) if c is Ellipsis)
         comps[i:i + 1] = [slice(None)] * (ndim - used)
     else:
         comps += [slice(None)] * (ndim - used)

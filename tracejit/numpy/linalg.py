@@ -32,6 +32,13 @@ def matmul(x1, x2, /):
     if ta.ndim == 0 or tb.ndim == 0:
         raise ShapeError("matmul: input operand does not have enough dimensions (scalars are not "
                          "allowed; use * instead)")
+    ka, kb = ta.shape[-1], tb.shape[0] if tb.ndim == 1 else tb.shape[-2]
+    if ka != kb:
+        raise ShapeError(f"matmul: mismatch in its core dimension: shapes {ta.shape} @ "
+                         f"{tb.shape} need {ka} == {kb} ((n,k),(k,m)->(n,m))")
+    if result_type(a, b)[0].kind == "b":
+        from .math import not_equal
+        return not_equal(matmul(convert(a, np.int64), convert(b, np.int64)), 0)
     if ta.ndim == 1 and tb.ndim == 1:
         return dot(a, b)
     squeeze_a, squeeze_b = ta.ndim == 1, tb.ndim == 1
@@ -72,7 +79,15 @@ def dot(a, b, out=None):
     if ta.shape[-1] != tb.shape[bc]:
         raise ShapeError(f"dot: shapes {ta.shape} and {tb.shape} not aligned: "
                          f"{ta.shape[-1]} (dim {ta.ndim - 1}) != {tb.shape[bc]} (dim {bc})")
-    return _dot_general(a, b, ((ta.ndim - 1,), (bc,)))
+    return _bool_product(_dot_general(a, b, ((ta.ndim - 1,), (bc,))), a, b)
+
+
+def _bool_product(out, a, b):
+    """NumPy's products of two bool arrays are bool (any of the ands): int64 sum != 0."""
+    if result_type(a, b)[0].kind == "b":
+        from .math import not_equal
+        return not_equal(out, 0)
+    return out
 
 
 @implements(np.vdot)
@@ -88,7 +103,10 @@ def inner(a, b, /):
     if ta.ndim == 0 or tb.ndim == 0:
         from .math import multiply
         return multiply(a, b)
-    return _dot_general(a, b, ((ta.ndim - 1,), (tb.ndim - 1,)))
+    if ta.shape[-1] != tb.shape[-1]:
+        raise ShapeError(f"inner: shapes {ta.shape} and {tb.shape} not aligned: last dimensions "
+                         f"{ta.shape[-1]} != {tb.shape[-1]}")
+    return _bool_product(_dot_general(a, b, ((ta.ndim - 1,), (tb.ndim - 1,))), a, b)
 
 
 @implements(np.outer)
@@ -116,7 +134,7 @@ def tensordot(a, b, axes=2):
         if ta.shape[x] != tb.shape[y]:
             raise ShapeError(f"tensordot: shape-mismatch for sum: {ta.shape} axis {x} vs "
                              f"{tb.shape} axis {y}")
-    return _dot_general(a, b, (ca, cb))
+    return _bool_product(_dot_general(a, b, (ca, cb)), a, b)
 
 
 @implements(np.einsum)
@@ -159,7 +177,7 @@ def einsum(subscripts, *operands, optimize=False, **kwargs):
         others = out + "".join(t for j, (_, t) in enumerate(ops) if j != k)
         drop = tuple(i for i, c in enumerate(term) if c not in others)
         if drop:
-            op = sum_(op, axis=drop)
+            op = sum_(op, axis=drop, dtype=type_of(op).dtype)     # einsum keeps the dtype
             term = "".join(c for i, c in enumerate(term) if i not in drop)
         ops[k] = (op, term)
     acc, acc_t = ops[0]
@@ -177,7 +195,7 @@ def einsum(subscripts, *operands, optimize=False, **kwargs):
             "".join(c for c in term if c not in shared)
     drop = tuple(i for i, c in enumerate(acc_t) if c not in out)
     if drop:
-        acc = sum_(acc, axis=drop)
+        acc = sum_(acc, axis=drop, dtype=type_of(acc).dtype)
         acc_t = "".join(c for i, c in enumerate(acc_t) if i not in drop)
     if len(out) != len(acc_t) or set(out) != set(acc_t):
         raise ValueError(f"einsum: output subscript {out!r} does not match inputs")

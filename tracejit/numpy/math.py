@@ -5,7 +5,7 @@ import numpy as np
 
 from .. import dtypes
 from ..core import Tracer, type_of
-from ..errors import DTypeError
+from ..errors import DTypeError, UnsupportedError
 from ..ops import elementwise as ew
 from ._base import convert, elementwise, implements, inexact
 
@@ -51,11 +51,15 @@ arctanh = _unary_float(np.arctanh, ew.arctanh_p)
 
 
 def _unary_same(np_fn, prim, kinds="ifc"):
-    """A unary function that keeps the dtype (bools go to int64 where NumPy does that)."""
+    """A unary function that keeps the dtype (NumPy's bool rules: abs(bool) is bool, -bool and
+    sign(bool) raise TypeError)."""
     @implements(np_fn, name=np_fn.__name__)
     def fn(x, /):
-        if type_of(x).dtype == dtypes.bool_ and "b" not in kinds:
-            x = convert(x, dtypes.int64 if prim is not ew.floor_p else dtypes.float64)
+        if type_of(x).dtype == dtypes.bool_:
+            if prim is ew.abs_p:
+                return x
+            raise DTypeError(f"numpy.{np_fn.__name__} is not supported for bool arrays (as in "
+                            f"NumPy); use logical_not (~) or convert with .astype(int) first")
         return elementwise(prim, np_fn.__name__, x)
     fn.__name__ = np_fn.__name__
     return _export(fn)
@@ -72,7 +76,8 @@ def _rounding(np_fn, prim):
     @implements(np_fn, name=np_fn.__name__)
     def fn(x, /):
         if type_of(x).dtype.kind in "bi":
-            return x
+            # NumPy 2: floor/ceil keep integer (and bool) dtypes; rint goes through float64
+            return x if prim is not ew.round_p else convert(x, dtypes.float64, type_of(x).weak)
         return elementwise(prim, np_fn.__name__, x)
     fn.__name__ = np_fn.__name__
     return _export(fn)
@@ -87,12 +92,30 @@ rint = _rounding(np.rint, ew.round_p)
 @implements(np.round)
 def round(x, decimals=0):  # noqa: A001 - NumPy's name
     """Round half to even to ``decimals`` places (NumPy's algorithm: scale, rint, unscale)."""
-    if type_of(x).dtype.kind in "bi" and decimals >= 0:
-        return x
+    decimals = int(decimals)
+    t = type_of(x)
+    if t.dtype.kind in "bi":
+        return x if decimals >= 0 else _round_int(x, 10 ** -decimals)
+    if t.dtype.kind == "c":
+        re, im = round(real(x), decimals), round(imag(x), decimals)
+        return add(convert(re, t.dtype, t.weak), multiply(convert(im, t.dtype, t.weak), 1j))
     if decimals == 0:
         return rint(x)
-    scale = 10.0 ** decimals
-    return true_divide(rint(multiply(x, scale)), scale)
+    if decimals > 0:                     # NumPy's order of operations, for identical results
+        scale = 10.0 ** decimals
+        return true_divide(rint(multiply(x, scale)), scale)
+    scale = 10.0 ** -decimals
+    return multiply(rint(true_divide(x, scale)), scale)
+
+
+def _round_int(x, f):
+    """Integers rounded to a multiple of ``f`` (half to even), exactly, in integer arithmetic."""
+    from .logic import where
+    q = floor_divide(x, f)
+    r = subtract(x, multiply(q, f))                    # 0 <= r < f
+    up = logical_or(greater(multiply(r, 2), f),
+                    logical_and(equal(multiply(r, 2), f), equal(remainder(q, 2), 1)))
+    return multiply(where(up, add(q, 1), q), f)
 
 
 around = round
@@ -110,7 +133,8 @@ def real(x, /):
 def imag(x, /):
     if dtypes.is_complex(type_of(x).dtype):
         return elementwise(ew.imag_p, "imag", x)
-    return multiply(x, 0)
+    from .creation import zeros_like
+    return zeros_like(x)
 
 
 @_export
@@ -131,14 +155,20 @@ def angle(z, deg=False):
     if dtypes.is_complex(type_of(z).dtype):
         a = arctan2(imag(z), real(z))
     else:
-        a = arctan2(multiply(z, 0.0), z)
+        from .creation import zeros_like
+        a = arctan2(zeros_like(z), z)
     return multiply(a, 180.0 / np.pi) if deg else a
 
 
 @_export
 @implements(np.square)
 def square(x, /):
-    return power(x, 2) if isinstance(x, Tracer) else multiply(x, x)
+    t = type_of(x)
+    if t.dtype == dtypes.bool_:
+        x = convert(x, dtypes.int64)        # NumPy gives int8; tracejit has no int8
+    if isinstance(x, Tracer) and t.dtype.kind != "c":
+        return power(x, 2)                  # integer_pow[n=2]: the same values as x * x
+    return multiply(x, x)                   # complex: NumPy's square is the product
 
 
 @_export
@@ -146,7 +176,8 @@ def square(x, /):
 def reciprocal(x, /):
     t = type_of(x)
     if t.dtype.kind in "bi":
-        raise DTypeError("reciprocal of an integer array truncates in NumPy; convert to float first")
+        raise DTypeError("reciprocal of an integer array truncates in NumPy; convert to float "
+                         "first")
     return true_divide(1, x)
 
 
@@ -167,29 +198,90 @@ isinf = _predicate(np.isinf, ew.isinf_p, False)
 isfinite = _predicate(np.isfinite, ew.isfinite_p, True)
 
 
-def _binary(np_fn, prim, *, float_only=False):
+def _binary(np_fn, prim, *, float_only=False, on_bool=None, on_complex=None):
+    """A binary ufunc. ``on_bool``/``on_complex``: the composite used when the operands promote
+    to bool (NumPy: bool + bool is logical or) or complex (lexicographic order)."""
     @implements(np_fn, name=np_fn.__name__)
     def fn(x1, x2, /):
         if float_only:
-            x1, x2 = inexact(x1), inexact(x2)
+            x1, x2 = _inexact_pair(x1, x2)
+        if on_bool is not None or on_complex is not None:
+            kind = _promoted(x1, x2)[0].kind
+            if kind == "b" and on_bool is not None:
+                return on_bool(x1, x2)
+            if kind == "c" and on_complex is not None:
+                return on_complex(x1, x2)
         return elementwise(prim, np_fn.__name__, x1, x2)
     fn.__name__ = np_fn.__name__
     return _export(fn)
 
 
-add = _binary(np.add, ew.add_p)
-subtract = _binary(np.subtract, ew.sub_p)
-multiply = _binary(np.multiply, ew.mul_p)
-maximum = _binary(np.maximum, ew.max_p)
-minimum = _binary(np.minimum, ew.min_p)
+def _inexact_pair(x1, x2):
+    """Both operands in their promoted inexact dtype (ints promote to float64 together, so a
+    weak int next to a float32 array stays float32, as NumPy)."""
+    dt, weak = _promoted(x1, x2)
+    if dt.kind in "bi":
+        dt = dtypes.float64
+    return convert(x1, dt, weak), convert(x2, dt, weak)
+
+
+def _no_bool_subtract(x1, x2):
+    raise DTypeError("numpy boolean subtract, the `-` operator, is not supported (as in NumPy); "
+                    "use the bitwise_xor, the `^` operator, or the logical_xor function instead")
+
+
+def _complex_parts(x1, x2):
+    from ..ir import Literal, Type
+    dt, weak = _promoted(x1, x2)
+    parts = []
+    for x in (convert(x1, dt, weak), convert(x2, dt, weak)):
+        if isinstance(x, Literal):
+            rt = Type(dtypes.real_dtype(dt), (), x.ty.weak)
+            parts += [Literal(x.value.real, rt), Literal(x.value.imag, rt)]
+        else:
+            parts += [real(x), imag(x)]
+    return parts
+
+
+def _complex_order(strict, greater_):
+    """NumPy's lexicographic complex order (npy_math's CLT/CLE/CGT/CGE, NaN rules included)."""
+    def cmp(x1, x2):
+        xr, xi, yr, yi = _complex_parts(x1, x2)
+        if greater_:
+            xr, xi, yr, yi = yr, yi, xr, xi
+        no_nan = logical_and(elementwise(ew.eq_p, "equal", xi, xi),
+                             elementwise(ew.eq_p, "equal", yi, yi))
+        first = logical_and(elementwise(ew.lt_p, "less", xr, yr), no_nan)
+        second = elementwise(ew.lt_p if strict else ew.le_p, "less", xi, yi)
+        return logical_or(first, logical_and(elementwise(ew.eq_p, "equal", xr, yr), second))
+    return cmp
+
+
+def _complex_extreme(is_max):
+    """maximum/minimum of complex numbers: lexicographic, NaN-propagating (as NumPy)."""
+    def fn(x1, x2):
+        from .logic import where
+        dt, weak = _promoted(x1, x2)
+        x1, x2 = convert(x1, dt, weak), convert(x2, dt, weak)
+        keep = _complex_order(False, is_max)(x1, x2)
+        keep = logical_or(keep, isnan(x1))
+        return where(keep, x1, x2)
+    return fn
+
+
+add = _binary(np.add, ew.add_p, on_bool=lambda a, b: logical_or(a, b))
+subtract = _binary(np.subtract, ew.sub_p, on_bool=_no_bool_subtract)
+multiply = _binary(np.multiply, ew.mul_p, on_bool=lambda a, b: logical_and(a, b))
+maximum = _binary(np.maximum, ew.max_p, on_complex=_complex_extreme(True))
+minimum = _binary(np.minimum, ew.min_p, on_complex=_complex_extreme(False))
 arctan2 = _binary(np.arctan2, ew.atan2_p, float_only=True)
 hypot = _binary(np.hypot, ew.hypot_p, float_only=True)
 equal = _binary(np.equal, ew.eq_p)
 not_equal = _binary(np.not_equal, ew.ne_p)
-less = _binary(np.less, ew.lt_p)
-less_equal = _binary(np.less_equal, ew.le_p)
-greater = _binary(np.greater, ew.gt_p)
-greater_equal = _binary(np.greater_equal, ew.ge_p)
+less = _binary(np.less, ew.lt_p, on_complex=_complex_order(True, False))
+less_equal = _binary(np.less_equal, ew.le_p, on_complex=_complex_order(False, False))
+greater = _binary(np.greater, ew.gt_p, on_complex=_complex_order(True, True))
+greater_equal = _binary(np.greater_equal, ew.ge_p, on_complex=_complex_order(False, True))
 
 
 def _logical(np_fn, prim):
@@ -210,6 +302,39 @@ def _truth(x):
 logical_and = _logical(np.logical_and, ew.and_p)
 logical_or = _logical(np.logical_or, ew.or_p)
 logical_xor = _logical(np.logical_xor, ew.xor_p)
+
+
+def _bitwise(np_fn, logical):
+    @implements(np_fn, name=np_fn.__name__)
+    def fn(x1, x2, /):
+        if _promoted(x1, x2)[0] != dtypes.bool_:
+            raise UnsupportedError(f"numpy.{np_fn.__name__} (the `&`, `|`, `^` operators) on "
+                                   f"integers is not supported by tracejit yet; it is defined "
+                                   f"for bool arrays (use logical_and/or/xor on conditions)")
+        return logical(x1, x2)
+    fn.__name__ = np_fn.__name__
+    return _export(fn)
+
+
+bitwise_and = _bitwise(np.bitwise_and, logical_and)
+bitwise_or = _bitwise(np.bitwise_or, logical_or)
+bitwise_xor = _bitwise(np.bitwise_xor, logical_xor)
+
+
+@_export
+@implements(np.invert)
+def invert(x, /):
+    """~x: logical not for bools, -1 - x for integers (two's complement), as NumPy."""
+    t = type_of(x)
+    if t.dtype == dtypes.bool_:
+        return logical_not(x)
+    if t.dtype.kind != "i":
+        raise TypeError(f"ufunc 'invert' not supported for dtype {t.dtype} (as in NumPy)")
+    return subtract(-1, x)
+
+
+bitwise_not = invert
+__all__.append("bitwise_not")
 
 
 @_export
@@ -280,11 +405,34 @@ def power(x1, x2, /):
         if n == 1:
             return x1
         return ew.integer_pow_p.bind(x1, n=n)
-    dt, _ = _promoted(x1, x2)
+    dt, weak = _promoted(x1, x2)
     if dt.kind in "bi":
-        raise DTypeError("power with a traced integer exponent is not supported; use a Python int "
-                         "exponent or float operands")
+        return _int_power(x1, x2, dt, weak)
     return elementwise(ew.pow_p, "power", x1, x2)
+
+
+def _int_power(x1, x2, dt, weak):
+    """Integer power by binary exponentiation over all 63 exponent bits (wraps like NumPy).
+
+    NumPy raises for a negative exponent; a traced one cannot raise, so it is defined as the
+    truncated 1 / x**-n: 1 for x == 1, +-1 for x == -1, 0 otherwise (x == 0 gives 0 too).
+    """
+    from .logic import where
+    if dt == dtypes.bool_:
+        dt = dtypes.int64
+    x1, x2 = [a if isinstance(a, Tracer) else np.asarray(getattr(a, "value", a), dt)
+              for a in (convert(x1, dt, weak), convert(x2, dt, weak))]
+    neg = less(x2, 0)
+    e = where(neg, negative(x2), x2)
+    result, base = np.asarray(1, dt), x1
+    for _ in range(63 if dt == dtypes.int64 else 31):
+        result = where(equal(remainder(e, 2), 1), multiply(result, base), result)
+        base = multiply(base, base)
+        e = floor_divide(e, 2)
+    one = equal(x1, 1)
+    minus_one = equal(x1, -1)
+    inv = where(one, 1, where(minus_one, result, 0))
+    return where(neg, convert(inv, dt, weak), result)
 
 
 @_export
@@ -314,7 +462,7 @@ def fmin(x1, x2, /):
 def logaddexp(x1, x2, /):
     """log(exp(x1) + exp(x2)) without overflow: max + log1p(exp(-|x1 - x2|))."""
     from .logic import where
-    x1, x2 = inexact(x1), inexact(x2)
+    x1, x2 = _inexact_pair(x1, x2)
     m = maximum(x1, x2)
     d = subtract(x1, x2)
     r = add(m, log1p(exp(negative(absolute(d)))))
@@ -324,8 +472,12 @@ def logaddexp(x1, x2, /):
 
 @_export
 @implements(np.clip)
-def clip(a, a_min=None, a_max=None):
-    """Clip to [a_min, a_max] (either may be None). NaN stays NaN, as NumPy."""
+def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None):  # noqa: A002
+    """Clip to [a_min, a_max] (either may be None; NumPy 2's min=/max= too). NaN stays NaN."""
+    if out is not None:
+        raise UnsupportedError("clip(out=...) would write into an array; use the return value")
+    a_min = min if a_min is None else a_min
+    a_max = max if a_max is None else a_max
     if a_min is not None:
         a = maximum(a, a_min)
     if a_max is not None:
@@ -346,13 +498,17 @@ def sinc(x, /):
 @_export
 @implements(np.deg2rad)
 def deg2rad(x, /):
-    return multiply(inexact(x), np.pi / 180)
+    x = inexact(x)
+    dt = type_of(x).dtype.type          # NumPy's constant is computed in the operand's precision
+    return multiply(x, float(dt(np.pi) / dt(180)))
 
 
 @_export
 @implements(np.rad2deg)
 def rad2deg(x, /):
-    return multiply(inexact(x), 180 / np.pi)
+    x = inexact(x)
+    dt = type_of(x).dtype.type
+    return multiply(x, float(dt(180) / dt(np.pi)))
 
 
 radians, degrees = deg2rad, rad2deg
@@ -362,4 +518,6 @@ __all__ += ["radians", "degrees"]
 @_export
 @implements(np.positive)
 def positive(x, /):
+    if type_of(x).dtype == dtypes.bool_:
+        raise DTypeError("numpy.positive is not supported for bool arrays (as in NumPy)")
     return x

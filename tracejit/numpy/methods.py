@@ -5,6 +5,8 @@ so core stays free of NumPy-layer imports.
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .. import dtypes
@@ -19,11 +21,22 @@ def _swap(fn):
 
 
 def _astype(self, dtype, copy=True):
-    dt = dtypes.canonical(dtype)
+    dt = dtypes.canonical(dtype, what=f"astype (converting a traced {self.ty})")
     if dt.kind != "c" and self.dtype.kind == "c":
         raise TypeError(f"astype({dt}) of a complex array would discard the imaginary part; "
                         f"use .real first")
     return convert(self, dt)
+
+
+def _pow(self, other):
+    """``x ** y``: like ndarray.__pow__, an inexact array to the Python scalar 2, -1 or 0.5 is
+    square, reciprocal or sqrt (NumPy's fast_scalar_power), where that differs from np.power."""
+    if self.dtype.kind in "fc" and type(other) is float and other == 0.5:
+        return math.sqrt(self)              # sqrt(-0.0) = -0.0 and sqrt(-inf) = nan, unlike pow
+    if self.dtype.kind == "c" and type(other) is int and other in (2, -1):
+        # complex square/reciprocal round differently from the power loop; real ones agree
+        return math.square(self) if other == 2 else math.reciprocal(self)
+    return math.power(self, other)
 
 
 def _reshape(self, *shape, order="C"):
@@ -48,11 +61,31 @@ def _setitem(self, idx, value):
     if self.base is not None:
         raise TracerError("assigning into a view (a slice, reshape or transpose of another "
                           "traced array) would also change that array in NumPy. " + fix)
-    if self.viewed:
+    if _live_views(self):
         raise TracerError("assigning into an array after a view of it was taken (by slicing, "
                           "reshape or transpose) would also change the view in NumPy. " + fix)
     new = indexing.update(self, idx, value, "set")
     self.irvar = new.irvar
+
+
+def _add_view(base, view):
+    """Record that ``view`` aliases ``base`` (``base.viewed`` holds the views taken of it)."""
+    view.base = base
+    if not isinstance(base.viewed, list):
+        base.viewed = []
+    base.viewed.append(view)
+
+
+def _live_views(t) -> bool:
+    """Whether a view of ``t`` is still referenced by the user's code.
+
+    A view nobody holds any more cannot observe a write, so ``y[i] += 1`` (which takes and
+    drops a temporary view) is allowed. Liveness is read from CPython reference counts: a view
+    referenced only by this list (and the getrefcount argument) has a count of 2.
+    """
+    views = t.viewed if isinstance(t.viewed, list) else []
+    t.viewed = [views[k] for k in range(len(views)) if sys.getrefcount(views[k]) > 2]
+    return bool(t.viewed)
 
 
 def _view(fn):
@@ -60,8 +93,7 @@ def _view(fn):
     def method(self, *args, **kwargs):
         out = fn(self, *args, **kwargs)
         if isinstance(out, Tracer) and out is not self and out.ndim > 0:
-            out.base = self
-            self.viewed = True
+            _add_view(self, out)
         return out
     method.__name__ = getattr(fn, "__name__", "view")
     return method
@@ -71,9 +103,8 @@ def _getitem(self, idx):
     out = indexing.getitem(self, idx)
     parts = idx if isinstance(idx, tuple) else (idx,)
     basic = not any(isinstance(p, (Tracer, list, np.ndarray)) for p in parts)
-    if basic and isinstance(out, Tracer) and out.ndim > 0:
-        out.base = self
-        self.viewed = True
+    if basic and isinstance(out, Tracer) and out.ndim > 0 and out is not self:
+        _add_view(self, out)
     return out
 
 
@@ -86,14 +117,13 @@ _METHODS = {
     "__truediv__": math.true_divide, "__rtruediv__": _swap(math.true_divide),
     "__floordiv__": math.floor_divide, "__rfloordiv__": _swap(math.floor_divide),
     "__mod__": math.remainder, "__rmod__": _swap(math.remainder),
-    "__pow__": math.power, "__rpow__": _swap(math.power),
+    "__pow__": _pow, "__rpow__": _swap(math.power),
     "__matmul__": linalg.matmul, "__rmatmul__": _swap(linalg.matmul),
     "__neg__": math.negative, "__pos__": math.positive, "__abs__": math.absolute,
-    "__invert__": lambda self: math.logical_not(self) if self.dtype == dtypes.bool_ else
-    math.subtract(-1, self),
-    "__and__": math.logical_and, "__rand__": _swap(math.logical_and),
-    "__or__": math.logical_or, "__ror__": _swap(math.logical_or),
-    "__xor__": math.logical_xor, "__rxor__": _swap(math.logical_xor),
+    "__invert__": math.invert,
+    "__and__": math.bitwise_and, "__rand__": _swap(math.bitwise_and),
+    "__or__": math.bitwise_or, "__ror__": _swap(math.bitwise_or),
+    "__xor__": math.bitwise_xor, "__rxor__": _swap(math.bitwise_xor),
     "__eq__": math.equal, "__ne__": math.not_equal,
     "__lt__": math.less, "__le__": math.less_equal,
     "__gt__": math.greater, "__ge__": math.greater_equal,

@@ -95,14 +95,23 @@ def _count(shape, axes):
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     """Mean (ints average in float64, as NumPy)."""
     _no_out(out, where, "mean")
-    from .math import true_divide
     a = as_traceable(a)
     t = type_of(a)
     if dtype is None:
         dtype = t.dtype if t.dtype.kind in "fc" else dtypes.float64
     axes = normalize_axes(axis, t.ndim, "mean")
     s = sum(a, axis=axes, dtype=dtype, keepdims=keepdims)
-    return true_divide(s, float(_count(t.shape, axes)))
+    return _divide_count(s, _count(t.shape, axes))
+
+
+def _divide_count(s, n):
+    """``s / n`` as NumPy's mean/var compute it: true_divide by an intp count, which promotes
+    float32/complex64 to double precision, then casts back (so results match to the bit)."""
+    from .math import true_divide
+    dt = type_of(s).dtype
+    wide = np.promote_types(dt, np.int64)
+    out = true_divide(convert(s, wide), np.int64(n))
+    return convert(out, dt)
 
 
 @implements(np.var)
@@ -110,7 +119,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, 
         correction=None):
     """Variance: mean(|x - mean(x)|²) with ``ddof`` (two-pass, as NumPy)."""
     _no_out(out, where, "var")
-    from .math import subtract, multiply, true_divide, real, conj, absolute
+    from .math import add, imag, multiply, real, subtract
     if correction is not None:
         ddof = correction
     a = as_traceable(a)
@@ -118,10 +127,14 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, 
     axes = normalize_axes(axis, t.ndim, "var")
     m = globals()["mean"](a, axis=axes, dtype=dtype, keepdims=True)
     d = subtract(a, m)
-    sq = real(multiply(d, conj(d))) if t.dtype.kind == "c" else multiply(d, d)
+    if t.dtype.kind == "c":               # NumPy: re*re + im*im in real arithmetic
+        re, im = real(d), imag(d)
+        sq = add(multiply(re, re), multiply(im, im))
+    else:
+        sq = multiply(d, d)
     n = _count(t.shape, axes) - ddof
     s = sum(sq, axis=axes, keepdims=keepdims)
-    return true_divide(s, float(builtins.max(n, 0)))
+    return _divide_count(s, builtins.max(n, 0))
 
 
 @implements(np.std)

@@ -203,8 +203,12 @@ def split(ary, indices_or_sections, axis=0):
                              f"{k} equal sections; use array_split")
         bounds = [i * (n // k) for i in range(k + 1)]
     else:
-        bounds = [0] + [min(max(int(i), 0), n) for i in indices_or_sections] + [n]
-    return [_slice_axis(ary, axis, lo, max(lo, hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]
+        bounds = [0] + [int(i) for i in indices_or_sections] + [n]
+    pieces = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        start, stop, _ = slice(lo, hi).indices(n)       # Python slicing, as NumPy's split
+        pieces.append(_slice_axis(ary, axis, start, max(start, stop)))
+    return pieces
 
 
 @implements(np.array_split)
@@ -249,7 +253,12 @@ def repeat(a, repeats, axis=None):
         axis = 0
     t = type_of(a)
     axis = normalize_axis(axis, t.ndim, "repeat")
-    reps = np.broadcast_to(np.asarray(repeats, dtype=np.int64), (t.shape[axis],))
+    reps = np.asarray(repeats)
+    if reps.dtype.kind not in "iub" and (isinstance(repeats, np.ndarray) or reps.size):
+        raise TypeError(f"repeat: repeats must be integers, got {reps.dtype}")
+    reps = np.broadcast_to(reps.astype(np.int64), (t.shape[axis],))
+    if (reps < 0).any():
+        raise ValueError("repeat: repeats may not contain negative values")
     if np.all(reps == reps[0]) if reps.size else True:
         r = int(reps[0]) if reps.size else 0
         a2 = expand_dims(a, axis + 1)
@@ -305,12 +314,36 @@ def roll(a, shift, axis=None):
 @implements(np.pad)
 def pad(array, pad_width, mode="constant", constant_values=0, **kwargs):
     """Pad with a constant (other modes: edge, wrap, reflect, symmetric via slices)."""
+    array = as_traceable(array)
     t = type_of(array)
     widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (t.ndim, 2))
+    if (widths < 0).any():
+        raise ValueError("pad: index can't contain negative values")
+    if kwargs:
+        raise UnsupportedError(f"pad: options {sorted(kwargs)} are not supported")
     if mode == "constant":
-        value = convert(constant_values, t.dtype, False)
-        return st.pad_p.bind(array, value, lo=tuple(int(w) for w in widths[:, 0]),
-                             hi=tuple(int(w) for w in widths[:, 1]))
+        if isinstance(constant_values, Tracer) and constant_values.ndim == 0:
+            values = [[constant_values, constant_values]] * t.ndim
+        else:
+            if isinstance(constant_values, Tracer):
+                raise UnsupportedError("pad: traced constant_values must be a scalar")
+            values = np.broadcast_to(np.asarray(constant_values, dtype=object), (t.ndim, 2))
+        uniform = all(v is values[0][0] or (not isinstance(v, Tracer) and not isinstance(
+            values[0][0], Tracer) and v == values[0][0]) for row in values for v in row)
+        if uniform:
+            value = convert(values[0][0], t.dtype, False)
+            return st.pad_p.bind(array, value, lo=tuple(int(w) for w in widths[:, 0]),
+                                 hi=tuple(int(w) for w in widths[:, 1]))
+        out = array             # NumPy pads axis by axis: later axes cover the corners
+        for ax in range(t.ndim):
+            for side in (0, 1):
+                w = int(widths[ax, side])
+                if w:
+                    lo = tuple(w if (a == ax and side == 0) else 0 for a in range(t.ndim))
+                    hi = tuple(w if (a == ax and side == 1) else 0 for a in range(t.ndim))
+                    out = st.pad_p.bind(out, convert(values[ax][side], t.dtype, False),
+                                        lo=lo, hi=hi)
+        return out
     if mode in ("edge", "wrap", "reflect", "symmetric"):
         out = array
         for ax in range(t.ndim):

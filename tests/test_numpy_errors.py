@@ -1,0 +1,225 @@
+"""Errors of the NumPy layer name the operation, the shapes/dtypes involved, the user's
+file:line (this file), and what to do instead."""
+import inspect
+import os
+
+import numpy as np
+import pytest
+
+import tracejit
+import tracejit.numpy as tnp
+from np_support import ALL  # noqa: F401  (sets the interpret backend)
+
+HERE = os.path.basename(__file__)
+
+
+def _line_of(fn, text):
+    """The line number in this file of the line of ``fn`` containing ``text``."""
+    lines, start = inspect.getsourcelines(fn)
+    for k, line in enumerate(lines):
+        if text in line:
+            return start + k
+    raise AssertionError(f"{text!r} not in {fn.__name__}")
+
+
+def _raises(exc, fn, *args, marker, must=()):
+    """Trace ``fn`` on ``args``; it must raise ``exc`` naming this file at ``marker``'s line."""
+    with pytest.raises(exc) as info:
+        tracejit.trace(fn)(*args)
+    msg = str(info.value)
+    line = _line_of(fn, marker)
+    assert f"{HERE}:{line}" in msg, f"message does not name {HERE}:{line}:\n{msg}"
+    for text in must:
+        assert text in msg, f"{text!r} missing from:\n{msg}"
+    return msg
+
+
+A = np.ones((3, 4))
+B = np.ones((4, 3))
+
+
+def test_broadcast_mismatch():
+    def f(a, b):
+        return a + b  # HERE
+    _raises(tracejit.ShapeError, f, A, B, marker="# HERE", must=("add", "(3, 4)", "(4, 3)"))
+
+    def g(a, b):
+        return np.where(a > 0, a, b)  # HERE
+    _raises(ValueError, g, A, B, marker="# HERE", must=("where", "(3, 4)", "(4, 3)"))
+
+
+def test_matmul_mismatch():
+    def f(a):
+        return a @ a  # HERE
+    _raises(tracejit.ShapeError, f, A, marker="# HERE", must=("matmul", "(3, 4)"))
+
+    def g(a, b):
+        return np.dot(a, b.T)  # HERE
+    _raises(tracejit.ShapeError, g, A, B, marker="# HERE", must=("dot", "(3, 4)", "(3, 4)"))
+
+    def h(a, b):
+        return np.matmul(a[None], b[:3, :2][None])  # HERE
+    _raises(tracejit.ShapeError, h, A, B, marker="# HERE", must=("matmul", "(1, 3, 4)",
+                                                                 "(1, 3, 2)"))
+
+
+def test_concatenate_mismatch():
+    def f(a, b):
+        return np.concatenate([a, b])  # HERE
+    _raises(tracejit.ShapeError, f, A, B, marker="# HERE", must=("concatenate", "(3, 4)",
+                                                                 "(4, 3)"))
+
+    def g(a, b):
+        return np.stack([a, b])  # HERE
+    _raises(tracejit.ShapeError, g, A, B, marker="# HERE", must=("stack", "(3, 4)", "(4, 3)"))
+
+    def h(a):
+        return a.reshape(5, 2)  # HERE
+    _raises(tracejit.ShapeError, h, A, marker="# HERE", must=("reshape", "(3, 4)", "(5, 2)"))
+
+
+@pytest.mark.parametrize("name,call", [
+    ("numpy.linalg.svd", lambda a: np.linalg.svd(a)),  # HERE
+    ("numpy.unique", lambda a: np.unique(a)),  # HERE
+    ("numpy.sort", lambda a: np.sort(a)),  # HERE
+    ("numpy.nonzero", lambda a: np.nonzero(a)),  # HERE
+    ("numpy.fft.fft", lambda a: np.fft.fft(a)),  # HERE
+    ("numpy.linalg.norm", lambda a: np.linalg.norm(a)),  # HERE
+])
+def test_unsupported_numpy_function(name, call):
+    with pytest.raises(tracejit.UnsupportedError) as info:
+        tracejit.trace(call)(A)
+    msg = str(info.value)
+    assert name in msg and "not supported" in msg, msg
+    assert HERE in msg, msg
+
+
+def test_unsupported_ufunc_and_out_argument():
+    def f(a):
+        return np.sin(a, out=a)  # HERE
+    _raises(tracejit.UnsupportedError, f, A, marker="# HERE", must=("sin", "out"))
+
+    def g(a):
+        return np.add.at(a, [0], 1.0)  # HERE
+    _raises(tracejit.UnsupportedError, g, A, marker="# HERE", must=("add.at",))
+
+    def h(a):
+        return np.ldexp(a, 2)  # HERE
+    _raises(tracejit.UnsupportedError, h, A, marker="# HERE", must=("ldexp",))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, object, str, "datetime64[D]"])
+def test_unsupported_dtypes(dtype):
+    def astype(a):
+        return a.astype(dtype)  # HERE
+    msg = _raises(tracejit.DTypeError, astype, A, marker="# HERE",
+                  must=("does not support dtype", "supported dtypes are", "float32"))
+    assert str(np.dtype(dtype)) in msg or np.dtype(dtype).kind in "OU", msg
+
+    arg = np.zeros(2, dtype=dtype)
+    with pytest.raises(tracejit.InputError) as info:
+        tracejit.trace(lambda a: a)(arg)
+    msg = str(info.value)
+    assert "args[0]" in msg and ("does not support dtype" in msg or "not an array" in msg)
+    assert HERE in msg
+
+
+def test_unsupported_dtype_constant():
+    half = np.ones(4, np.float16)
+
+    def f(a):
+        return a + half  # HERE
+    _raises(tracejit.DTypeError, f, np.ones(4), marker="# HERE",
+            must=("float16", "supported dtypes are", ".astype"))
+
+
+ADVICE = ("tracejit.numpy.where", "tracejit.cond", "static_argnums")
+
+
+def test_if_on_tracer():
+    def f(a):
+        if a[0, 0] > 0:  # HERE
+            return a
+        return -a
+    _raises(tracejit.ConcretizationError, f, A, marker="# HERE", must=ADVICE + ("bool[]",))
+
+    def g(a):
+        return a if (a > 0).all() else -a  # HERE
+    _raises(tracejit.ConcretizationError, g, A, marker="# HERE", must=ADVICE)
+
+    def h(a):
+        while a.sum() > 0:  # HERE
+            a = a - 1
+        return a
+    _raises(tracejit.ConcretizationError, h, A, marker="# HERE", must=("while_loop",))
+
+
+def test_float_int_of_tracer():
+    def f(a):
+        return float(a[0, 0])  # HERE
+    _raises(tracejit.ConcretizationError, f, A, marker="# HERE",
+            must=("float()", "static argument"))
+
+    def g(a):
+        return int(a.sum())  # HERE
+    _raises(tracejit.ConcretizationError, g, A, marker="# HERE", must=("int()",))
+
+    def h(a):
+        return a.item()  # HERE
+    _raises(tracejit.ConcretizationError, h, A, marker="# HERE", must=(".item()",))
+
+
+def test_tracer_as_shape():
+    def f(a, n):
+        return tnp.zeros(n)  # HERE
+    _raises(tracejit.ConcretizationError, f, A, 3, marker="# HERE", must=("static_argnums",))
+
+    def g(a, n):
+        return a.reshape(n, -1)  # HERE
+    _raises(tracejit.ConcretizationError, g, A, 3, marker="# HERE", must=("static",))
+
+    def h(a, n):
+        return tnp.arange(n) * 1.0  # HERE
+    _raises(tracejit.ConcretizationError, h, A, 3, marker="# HERE", must=("static_argnums",))
+
+    def h2(a, n):
+        return np.arange(n) * 1.0  # HERE  (C function without dispatch: core's __array__ error)
+    _raises(tracejit.ConcretizationError, h2, A, 3, marker="# HERE", must=("concrete",))
+
+    def k(a, n):
+        return [a for _ in range(n)]  # HERE
+    _raises(tracejit.ConcretizationError, k, A, 3, marker="# HERE", must=("static_argnums",))
+
+    # the fix the message suggests works
+    out = tracejit.trace(lambda a, n: a.reshape(n, -1), static_argnums=1)(A, 3)
+    assert out.shape == (3, 4)
+
+
+def test_traced_boolean_mask_index():
+    def f(a):
+        return a[a > 0]  # HERE
+    _raises(tracejit.ConcretizationError, f, A, marker="# HERE",
+            must=("boolean mask", "where", "bool[3,4]"))
+
+    def g(a):
+        return np.where(a > 0)  # HERE
+    _raises(tracejit.UnsupportedError, g, A, marker="# HERE", must=("three-argument",))
+
+
+def test_bool_arithmetic_errors_like_numpy():
+    b = np.array([True, False])
+
+    def f(a):
+        return a - a  # HERE
+    _raises(TypeError, f, b, marker="# HERE", must=("boolean subtract", "logical_xor"))
+
+    def g(a):
+        return -a  # HERE
+    _raises(TypeError, g, b, marker="# HERE", must=("bool", "logical_not"))
+
+
+def test_complex_to_real_astype_error():
+    def f(a):
+        return (a + 1j).astype(np.float64)  # HERE
+    with pytest.raises(TypeError, match="imaginary part"):
+        tracejit.trace(f)(A)
