@@ -50,7 +50,7 @@ import numpy as np
 
 from . import tree
 from .ad_util import Zero, differentiable, instantiate, is_zero, tangent_type
-from .api import Traced, _compile, leaf_type
+from .api import _compile, leaf_type, trace
 from .config import config
 from .core import Tracer, current_builder, eval_graph, literal_value, make_graph
 from .errors import InputError
@@ -322,8 +322,16 @@ class Derivative:
     tracers it inlines. ``ir(*args)``, ``lower`` and ``cache_info`` inspect that trace.
     """
 
+    _tj_traced = True
+
     def __init__(self, body, fun, kind, argnums):
-        functools.update_wrapper(self, fun)
+        from .backend.pyabi_dispatch import DispatchMethods, PyDispatch
+        base = PyDispatch if isinstance(self, PyDispatch) else DispatchMethods
+        base.__init__(self, self._python_call)
+        for attr in ("__module__", "__doc__"):
+            if hasattr(fun, attr):
+                setattr(self, attr, getattr(fun, attr))
+        self.__wrapped__ = fun
         self.__name__ = f"{kind}({getattr(fun, '__name__', 'f')})"
         self.__qualname__ = self.__name__
         body = functools.wraps(fun)(body)
@@ -340,15 +348,17 @@ class Derivative:
         key = (static, names, config.strong_zero_where)
         t = self._traced.get(key)
         if t is None:
-            t = self._traced[key] = Traced(self._body, static_argnums=static,
-                                           static_argnames=names)
+            t = self._traced[key] = trace(self._body, static_argnums=static,
+                                          static_argnames=names)
+            if not static and not names:
+                t._owners.append(self)      # same arguments: its native entries serve us too
         self._last = t
         return t
 
-    def __call__(self, *args, **kwargs):
+    def _python_call(self, *args, **kwargs):
         if current_builder() is not None:       # inside a trace (maybe closing over tracers)
             return self._body(*args, **kwargs)
-        return self._traced_for(args, kwargs)(*args, **kwargs)
+        return self._traced_for(args, kwargs)._python_call(*args, **kwargs)
 
     def ir(self, *args, **kwargs):
         """The (simplified) IR of this derivative for these arguments."""
@@ -362,6 +372,18 @@ class Derivative:
 
     def __repr__(self):
         return f"<tracejit {self.__name__}>"
+
+
+_derivative_type = None
+
+
+def _make_derivative(body, fun, kind, argnums):
+    """A Derivative as an instance of its native dispatch type (see api.Traced)."""
+    global _derivative_type
+    if _derivative_type is None:
+        from .backend.pyabi_dispatch import make_dispatch_type
+        _derivative_type = make_dispatch_type("Derivative", Derivative, doc=Derivative.__doc__)
+    return _derivative_type(body, fun, kind, argnums)
 
 
 def _as_tuple(x):
@@ -436,7 +458,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False):
     """``value_and_grad(f)(*args) -> (f(*args), grad(f)(*args))`` (``((value, aux), grad)``
     with ``has_aux``). See :func:`grad`."""
     body = _value_and_grad_body(fun, argnums, has_aux, holomorphic, "value_and_grad")
-    return Derivative(body, fun, "value_and_grad", argnums)
+    return _make_derivative(body, fun, "value_and_grad", argnums)
 
 
 def grad(fun, argnums=0, has_aux=False, holomorphic=False):
@@ -453,7 +475,7 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False):
     def body(*args, **kwargs):
         value, g = vg(*args, **kwargs)
         return (g, value[1]) if has_aux else g
-    return Derivative(body, fun, "grad", argnums)
+    return _make_derivative(body, fun, "grad", argnums)
 
 
 def _basis(t: Type):
@@ -514,7 +536,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
                    zip(outs[staged.n_out:], staged.out_types[staged.n_out:])]
             return result, tree.unflatten(staged.aux_tree, aux)
         return result
-    return Derivative(body, fun, "jacfwd", argnums)
+    return _make_derivative(body, fun, "jacfwd", argnums)
 
 
 def jacrev(fun, argnums=0, has_aux=False, holomorphic=False):
@@ -554,7 +576,7 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False):
             jac.append(j[0] if single else tuple(j))
         result = tree.unflatten(o_tree, jac)
         return (result, res[2]) if has_aux else result
-    return Derivative(body, fun, "jacrev", argnums)
+    return _make_derivative(body, fun, "jacrev", argnums)
 
 
 def hessian(fun, argnums=0, has_aux=False, holomorphic=False):

@@ -10,13 +10,14 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import weakref
 from collections import OrderedDict
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
 from . import dtypes, tree
-from .config import config
+from .config import _on_code_change, config
 from .core import Tracer, make_graph
 from .errors import InputError
 from .ir import Graph, Type
@@ -70,15 +71,49 @@ class Compiled:
         self.out_tree = out_tree
         self.backend = backend
         self.executable = _compile(graph, backend)
+        self.specialized = False          # native fast-path entry built (see Traced)
 
     def __call__(self, leaves):
         args = [np.asarray(x, dtype=v.ty.dtype) for x, v in zip(leaves, self.graph.invars)]
         outs = self.executable(args)
-        return tree.unflatten(self.out_tree, outs)
+        # 0-d results are NumPy scalars, as NumPy's own reductions return (and the native path)
+        return tree.unflatten(self.out_tree, [o[()] if o.ndim == 0 else o for o in outs])
+
+    def entry_spec(self, sig: "Signature"):
+        """The native fast-path spec of this signature, or None when the call shape is not
+        eligible (static arguments, keyword arguments, nested pytrees, non-native executable)."""
+        from .backend import pyabi
+        from .backend.executable import _raise
+        if self.backend != "llvm" or not getattr(self.executable, "native", False):
+            return None
+        td = sig.treedef
+        if sig.static or td.kind is not tuple or len(td.children) != 2:
+            return None
+        args_td, kwargs_td = td.children
+        if kwargs_td.children or any(c.kind is not None for c in args_td.children):
+            return None
+        ot = self.out_tree
+        if ot.kind is None:
+            return_tuple = False
+        elif ot.kind is tuple and ot.children and all(c.kind is None for c in ot.children):
+            return_tuple = True
+        else:
+            return None
+        inputs = []
+        for t in sig.types:
+            if t.weak:
+                py = {"f": float, "i": int, "b": bool, "c": complex}[t.dtype.kind]
+                inputs.append(("pyscalar", py, t.dtype))
+            else:
+                inputs.append(("array", t.dtype, t.shape))
+        outputs = tuple((v.ty.dtype, v.ty.shape) for v in self.graph.outvars)
+        work = sum(t.size for t in sig.types) + sum(int(np.prod(s)) for _, s in outputs)
+        return pyabi.EntrySpec(tuple(inputs), outputs, return_tuple=return_tuple,
+                               release_gil=work >= 100_000, on_error=_raise)
 
 
 def _compile(graph: Graph, backend: str):
-    if backend == "interpret":
+    if backend == "interpret" or config.debug_nans:      # debug_nans checks every equation
         from . import interpret
         return functools.partial(interpret.run, graph)
     if backend == "llvm":
@@ -94,11 +129,24 @@ def _compile(graph: Graph, backend: str):
 class Traced:
     """A traced function: call it like the original; inspect it with ``ir``, ``cache_info``.
 
-    Created by :func:`trace`; see there.
+    Created by :func:`trace`; see there. The object is an instance of a native type (see
+    ``backend/pyabi_dispatch.py``) carrying these methods: a call whose arguments match a
+    compiled signature exactly (positional arrays of the right dtype/shape, C-contiguous, and
+    Python scalars) runs entirely in native code — signature check, output allocation, kernel —
+    without entering Python; every other call goes to :meth:`_python_call`. A signature gets its
+    native entry on its second call (the first call stays as fast to compile as possible).
     """
+    _tj_traced = True
 
     def __init__(self, fun: Callable, static_argnums=(), static_argnames=(), backend=None):
-        functools.update_wrapper(self, fun)
+        from .backend.pyabi_dispatch import DispatchMethods, PyDispatch
+        base = PyDispatch if isinstance(self, PyDispatch) else DispatchMethods
+        base.__init__(self, self._python_call)
+        # functools.update_wrapper, minus ``__dict__`` (the native type has no __dict__ getter)
+        for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
+            if hasattr(fun, attr):
+                setattr(self, attr, getattr(fun, attr))
+        self.__wrapped__ = fun
         self.fun = fun
         self.backend = backend
         try:
@@ -116,6 +164,7 @@ class Traced:
                 if i < len(params) and params[i] not in self.static_argnames:
                     self.static_argnames += (params[i],)
         self._cache: OrderedDict = OrderedDict()
+        self._owners: list = []          # dispatch objects that forward calls here unchanged
         self._hits = self._misses = self._traces = 0
         self._last_sig: Signature | None = None
 
@@ -175,11 +224,15 @@ class Traced:
         return Compiled(graph, raw, out_tree, self.backend or config.backend)
 
     # calling -----------------------------------------------------------------------------------
-    def __call__(self, *args, **kwargs):
+    def _key(self, sig):
+        return (sig, self.backend or config.backend, config.debug_nans)
+
+    def _python_call(self, *args, **kwargs):
+        """The general call path: signature, cache lookup (trace + compile on a miss), run."""
         leaves, sig = self._split(args, kwargs)
         if any(isinstance(x, Tracer) for x in leaves):
             return self.fun(*args, **kwargs)        # inside another trace: inline
-        key = (sig, self.backend or config.backend)
+        key = self._key(sig)
         entry = self._cache.get(key)
         if entry is None:
             self._misses += 1
@@ -190,13 +243,27 @@ class Traced:
         else:
             self._hits += 1
             self._cache.move_to_end(key)
+            if not entry.specialized:
+                self._specialize(entry, sig)
         self._last_sig = sig
         return entry(leaves)
+
+    def _specialize(self, entry: Compiled, sig: Signature) -> None:
+        """Add the native fast-path entry of a signature to this object's dispatch table (and to
+        the owners that forward calls here unchanged, e.g. a grad object)."""
+        entry.specialized = True
+        spec = entry.entry_spec(sig)
+        if spec is None:
+            return
+        address = entry.executable.native_entry(spec)
+        for target in (self, *self._owners):
+            target.add_specialization(address, entry)
+            _with_entries.add(target)
 
     def lower(self, *args, **kwargs) -> Compiled:
         """The compiled entry for these arguments' signature (compiling if needed)."""
         leaves, sig = self._split(args, kwargs)
-        key = (sig, self.backend or config.backend)
+        key = self._key(sig)
         if key not in self._cache:
             self._misses += 1
             self._cache[key] = self._compile_sig(args, kwargs, sig)
@@ -234,8 +301,11 @@ class Traced:
                          len(self._cache))
 
     def clear_cache(self) -> None:
+        """Drop every compiled signature (and the native fast-path entries)."""
         self._cache.clear()
         self._last_sig = None
+        for target in (self, *self._owners):
+            target.clear_specializations()
 
     def __repr__(self):
         return f"<tracejit.trace of {getattr(self.fun, '__qualname__', self.fun)}>"
@@ -258,7 +328,36 @@ def trace(fun: Callable | None = None, *, static_argnums=(), static_argnames=(),
     if fun is None:
         return functools.partial(trace, static_argnums=static_argnums,
                                  static_argnames=static_argnames, backend=backend)
-    return Traced(fun, static_argnums, static_argnames, backend)
+    return traced_type()(fun, static_argnums, static_argnames, backend)
+
+
+_traced_type = None
+_with_entries: "weakref.WeakSet" = weakref.WeakSet()     # objects holding native entries
+
+
+def traced_type():
+    """The native dispatch type of traced functions (built on first use: it compiles a small
+    module, so ``import tracejit`` stays cheap)."""
+    global _traced_type
+    if _traced_type is None:
+        from .backend.pyabi_dispatch import make_dispatch_type
+        _traced_type = make_dispatch_type("Traced", Traced, doc=Traced.__doc__)
+    return _traced_type
+
+
+def is_traced(obj) -> bool:
+    return getattr(obj, "_tj_traced", False) is True
+
+
+def _drop_native_entries():
+    for target in list(_with_entries):
+        target.clear_specializations()
+        for compiled in getattr(target, "_cache", {}).values():
+            compiled.specialized = False
+    _with_entries.clear()
+
+
+_on_code_change.append(_drop_native_entries)
 
 
 jit = trace
@@ -267,7 +366,8 @@ jit = trace
 def make_ir(fun: Callable, *, static_argnums=(), static_argnames=(), optimize=True):
     """``make_ir(f)(*args)`` is the (simplified) IR of ``f`` for these arguments."""
     def ir_of(*args, **kwargs):
-        t = fun if isinstance(fun, Traced) else Traced(fun, static_argnums, static_argnames)
+        t = fun if is_traced(fun) else trace(fun, static_argnums=static_argnums,
+                                             static_argnames=static_argnames)
         return t.ir(*args, optimize=optimize, **kwargs)
     return ir_of
 

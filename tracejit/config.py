@@ -40,9 +40,21 @@ class Config:
         self.print_after = tuple(p for p in env.get("TRACEJIT_PRINT_AFTER", "").split(",") if p)
         self.max_while_iterations = int(env.get("TRACEJIT_MAX_WHILE_ITERATIONS", "0")) or None
 
+    # Settings that change what a compiled function computes; assigning one of them drops the
+    # native fast-path entries of every traced function (they were built for the old value).
+    _AFFECTS_CODE = ("backend", "strong_zero_where", "debug_nans")
+
+    def __setattr__(self, name, value):
+        changed = name in self._AFFECTS_CODE and getattr(self, name, value) != value
+        object.__setattr__(self, name, value)
+        if changed:
+            for callback in list(_on_code_change):
+                callback()
+
     def __repr__(self):
         items = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
         return f"tracejit.config({items})"
 
 
+_on_code_change: list = []     # callbacks registered by tracejit.api
 config = Config()
