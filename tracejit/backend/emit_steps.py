@@ -1,0 +1,290 @@
+"""Emit native segments: ``i32 @seg(ptr slots)`` runs consecutive native steps in order.
+
+A segment initialises reduction outputs, calls each loop group's body (directly, or through
+``threads.tj_parallel_for`` when the group is large enough), and calls matmul kernels from
+``matmul.emit_matmul`` with pointers (and element strides) taken from the operands' views.
+``emit_kernel`` wraps a whole-graph segment in the pyabi contract ``i32 @kernel(ptr bufs)``
+(inputs then outputs), building the slot array on its stack and the temporary arena with malloc.
+"""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+
+from . import emit_loops, matmul
+from .emit_ops import I8, I32, I64, OpContext, mem_type, reg_type
+from ..ir import Var
+from .fuse import LoopGroup, MatmulStep, ScanStep
+
+PTR = ir.PointerType()
+MATMUL_PARALLEL_FLOPS = 4_000_000     # ~40 us at 100 GFLOP/s: split rows over the pool above
+
+
+def _i64(v):
+    return ir.Constant(I64, int(v))
+
+
+def _merge(view, axes, shape):
+    """(extent, element stride) of ``axes`` read as one dim, or None if not affine."""
+    if not axes:
+        return 1, 0
+    for a, b in zip(axes, axes[1:]):
+        if shape[b] != 1 and view.strides[a] != view.strides[b] * shape[b]:
+            return None
+    extent = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    inner = [a for a in axes if shape[a] != 1]
+    return extent, (view.strides[inner[-1]] if inner else 0)
+
+
+def matmul_layout(plan, eqn):
+    """(dtype, M, K, N, a_strides, b_strides, batch, a_bs, b_bs) for a dot_general the matmul
+    kernel handles: batch, free and contracted axes must each merge into one strided dim
+    (always true for contiguous operands in NumPy order), else None. No contracted axis is an
+    outer product: K = 1 with stride 0."""
+    lhs, rhs = eqn.invars
+    dt = eqn.outvars[0].ty.dtype
+    if np.dtype(dt) not in matmul._SCALAR:
+        return None
+    (lc, rc), (lb, rb) = eqn.params["contract"], eqn.params["batch"]
+    lv, rv = plan.view_of(lhs), plan.view_of(rhs)
+    if not isinstance(lv.base, Var) or not isinstance(rv.base, Var):
+        return None
+    lf = [a for a in range(lhs.ty.ndim) if a not in (*lc, *lb)]
+    rf = [a for a in range(rhs.ty.ndim) if a not in (*rc, *rb)]
+    ls, rs = lhs.ty.shape, rhs.ty.shape
+    parts = [_merge(lv, lf, ls), _merge(rv, rf, rs), _merge(lv, list(lc), ls),
+             _merge(rv, list(rc), rs), _merge(lv, list(lb), ls), _merge(rv, list(rb), rs)]
+    if any(p is None for p in parts):
+        return None
+    (M, sm), (N, sn), (K, sak), (_, sbk), (batch, a_bs), (_, b_bs) = parts
+    if not lc:
+        K, sak, sbk = 1, 0, 0
+    return dt, M, K, N, (sm, sak), (sbk, sn), batch, a_bs, b_bs
+
+
+class SegmentEmitter:
+    """Emits groups and matmuls into one module; ``segment(steps)`` makes one ``@seg``."""
+
+    def __init__(self, module, plan, slot_of, prefix, namer, err_slot):
+        self.module, self.plan, self.slot_of = module, plan, slot_of
+        self.err_slot = err_slot
+        self.prefix, self.namer = prefix, namer
+        self.count = 0
+        self.codes = {}            # id(step) -> GroupCode | matmul info
+
+    def _name(self, kind):
+        self.count += 1
+        return f"{self.prefix}_{kind}{self.count}"
+
+    def _slot_ptr(self, b, slots, view):
+        base = b.load(b.gep(slots, [_i64(self.slot_of(view.base))], source_etype=PTR), typ=PTR)
+        if view.offset:
+            base = b.gep(base, [_i64(view.offset * view.dtype.itemsize)], source_etype=I8)
+        return base
+
+    def segment(self, steps) -> ir.Function:
+        fn = ir.Function(self.module, ir.FunctionType(I32, [PTR]), self._name("seg"))
+        fn.args[0].name = "slots"
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        slots = fn.args[0]
+        for step in steps:
+            if isinstance(step, LoopGroup):
+                self._group(b, slots, step)
+            elif isinstance(step, MatmulStep):
+                self._matmul(b, slots, step)
+            elif isinstance(step, ScanStep):
+                from .emit_scan import emit_scan
+                scan = emit_scan(self.module, self._name("scan"), step.eqn, self.plan,
+                                 self.slot_of)
+                b.call(scan, [slots, _i64(0), _i64(0)])
+            else:
+                raise AssertionError(step)
+        cell = b.load(b.gep(slots, [_i64(self.err_slot)], source_etype=PTR), typ=PTR)
+        b.ret(b.load(cell, typ=I32))        # 0, or the first error code a step recorded
+        return fn
+
+    def _group(self, b, slots, group):
+        code = emit_loops.emit_group(self.module, self._name("loop"), group, self.plan,
+                                     self.slot_of, self.namer, self.err_slot)
+        self.codes[id(group)] = code
+        for var, ident in code.inits:
+            self._fill(b, slots, var, ident)
+        if code.n0 == 0:
+            return
+        if code.chunks is not None:
+            self._chunked(b, slots, code)
+            return
+        if code.parallel:
+            from . import threads
+            pf = threads.declare_parallel_for(self.module)
+            b.call(pf, [code.fn, slots, _i64(code.n0), _i64(code.grain)])
+        else:
+            b.call(code.fn, [slots, _i64(0), _i64(code.n0)])
+
+    def _chunked(self, b, slots, code):
+        """Run a group whose outermost dim is reduced as fixed chunks over the thread pool:
+        ctx = {slots, partials...}; chunk c runs the body on [c*len, (c+1)*len) with a private
+        copy of the slot array whose reduced outputs point at partial c (identity-filled);
+        then the partials are combined into the outputs in chunk order."""
+        from . import threads
+        chunk, nchunks, sinks = code.chunks
+        nslots = self.err_slot + 1
+        parts = []
+        for _, e in sinks:
+            ty = e.outvars[0].ty
+            parts.append(b.alloca(I8, size=_i64(nchunks * ty.size * ty.dtype.itemsize)))
+        ctx = b.alloca(PTR, size=_i64(1 + len(parts)))
+        for k, p in enumerate([slots, *parts]):
+            b.store(p, b.gep(ctx, [_i64(k)], source_etype=PTR))
+        drv = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, I64, I64]),
+                          self._name("chunks"))
+        drv.linkage = "internal"
+        db = ir.IRBuilder(drv.append_basic_block("entry"))
+        dctx, c0, c1 = drv.args
+        local = db.alloca(PTR, size=_i64(nslots))
+        src = db.load(dctx, typ=PTR)
+        from .emit_loops import _for, identity
+
+        def one(c):
+            _for(db, _i64(0), _i64(nslots), _i64(1), lambda k: db.store(
+                db.load(db.gep(src, [k], source_etype=PTR), typ=PTR),
+                db.gep(local, [k], source_etype=PTR)), "cp")
+            for n, (slot, e) in enumerate(sinks):
+                ty = e.outvars[0].ty
+                base = db.load(db.gep(dctx, [_i64(1 + n)], source_etype=PTR), typ=PTR)
+                part = db.gep(base, [db.mul(c, _i64(ty.size * ty.dtype.itemsize))],
+                              source_etype=I8)
+                db.store(part, db.gep(local, [_i64(slot)], source_etype=PTR))
+                self._fill_ptr(db, part, ty.dtype, ty.size, identity(e.prim.name, ty.dtype))
+            lo = db.mul(c, _i64(chunk))
+            hi = db.add(lo, _i64(chunk))
+            hi = db.select(db.icmp_signed("<", hi, _i64(code.n0)), hi, _i64(code.n0))
+            db.call(code.fn, [local, lo, hi])
+        _for(db, c0, c1, _i64(1), one, "c")
+        db.ret_void()
+        b.call(threads.declare_parallel_for(self.module), [drv, ctx, _i64(nchunks), _i64(1)])
+        for n, (slot, e) in enumerate(sinks):
+            self._combine_partials(b, slots, e, parts[n], nchunks)
+
+    def _combine_partials(self, b, slots, e, parts, nchunks):
+        from .emit_loops import _combine, identity
+        from .emit_memory import _real
+        ty = e.outvars[0].ty
+        dt = np.dtype(ty.dtype)
+        out = self._slot_ptr(b, slots, self.plan.view_of(e.outvars[0]))
+        rt = mem_type(_real(dt))
+        cx = OpContext(b, 1)
+        comb = _combine(e.prim.name)
+        npart = 2 if dt.kind == "c" else 1
+
+        def load(p, idx):
+            vals = [b.load(b.gep(p, [b.add(b.mul(idx, _i64(npart)), _i64(k))], source_etype=rt),
+                           typ=rt) for k in range(npart)]
+            if dt.kind == "b":
+                vals = [b.icmp_unsigned("!=", vals[0], ir.Constant(I8, 0))]
+            return tuple(vals) if npart == 2 else vals[0]
+
+        def store(p, idx, v):
+            for k, part in enumerate(v if npart == 2 else (v,)):
+                if dt.kind == "b":
+                    part = b.zext(part, I8)
+                b.store(part, b.gep(p, [b.add(b.mul(idx, _i64(npart)), _i64(k))],
+                                    source_etype=rt))
+
+        def elem(j):
+            acc = load(parts, j)
+            for c in range(1, nchunks):
+                acc = comb(cx, e, acc, load(parts, b.add(j, _i64(c * ty.size))))
+            store(out, j, acc)
+        from .emit_loops import _for
+        del identity
+        _for(b, _i64(0), _i64(ty.size), _i64(1), elem, "comb")
+
+    def _fill_ptr(self, b, p, dt, size, value):
+        dt = np.dtype(dt)
+        if dt.kind == "c":
+            size, dt = 2 * size, np.dtype(dt.char.lower())
+        c = ir.Constant(I8, int(value)) if dt.kind == "b" else OpContext(b, 1).const(
+            reg_type(dt), value)
+        from .emit_loops import _for
+        _for(b, _i64(0), _i64(size), _i64(1),
+             lambda i: b.store(c, b.gep(p, [i], source_etype=mem_type(dt))), "f")
+
+    def _fill(self, b, slots, var, value):
+        size = var.ty.size
+        if size == 0:
+            return
+        dt = var.ty.dtype
+        if dt.kind == "c":                       # (re, im) pairs of the real identity
+            size, dt = 2 * size, np.dtype(dt.char.lower())
+        view = self.plan.view_of(var)
+        p = self._slot_ptr(b, slots, view)
+        c = OpContext(b, 1).const(reg_type(dt), value)
+        if dt.kind == "b":
+            c = ir.Constant(I8, int(value))
+        fn_name = self._name("fill")
+        fill = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR]), fn_name)
+        fill.linkage = "internal"
+        fb = ir.IRBuilder(fill.append_basic_block("entry"))
+        from .emit_loops import _for
+        _for(fb, _i64(0), _i64(size), _i64(1),
+             lambda i: fb.store(c, fb.gep(fill.args[0], [i], source_etype=mem_type(dt))), "f")
+        fb.ret_void()
+        b.call(fill, [p])
+
+    def _matmul(self, b, slots, step):
+        dt, M, K, N, a_st, b_st, batch, a_bs, b_bs = matmul_layout(self.plan, step.eqn)
+        name = self._name("mm")
+        ptrs = [self._slot_ptr(b, slots, v) for v in (step.lhs, step.rhs,
+                                                      self.plan.view_of(step.out))]
+        rows = matmul.tile_shape(dt, M, N)[0]
+        if batch == 1 and 2 * M * K * N >= MATMUL_PARALLEL_FLOPS and M >= 2 * rows:
+            from . import threads
+            kern = matmul.emit_matmul_rows(self.module, name, dt, M, K, N, a_strides=a_st,
+                                           b_strides=b_st)
+            chunk = matmul.emit_rows_chunk(self.module, name + "_chunk", kern)
+            ctx = b.alloca(PTR, size=_i64(3))
+            for k, p in enumerate(ptrs):
+                b.store(p, b.gep(ctx, [_i64(k)], source_etype=PTR))
+            b.call(threads.declare_parallel_for(self.module), [chunk, ctx, _i64(M), _i64(rows)])
+            self.codes[id(step)] = (M, K, N, batch, "parallel rows")
+            return
+        kern = matmul.emit_matmul(self.module, name, dt, M, K, N, a_strides=a_st, b_strides=b_st)
+        if batch != 1 or a_bs or b_bs:
+            kern = matmul.emit_batched(self.module, name + "_b", kern, dt, batch, a_bs, b_bs,
+                                       M * N)
+        self.codes[id(step)] = (M, K, N, batch)
+        b.call(kern, ptrs)
+
+
+def emit_kernel(module, name, seg_fn, nslots, sources, arena_bytes) -> ir.Function:
+    """``i32 @name(ptr bufs)``: slots from bufs (inputs, outputs), constants and the arena.
+
+    ``sources[k]`` for slot k: ("buf", i) | ("const", address) | ("temp", byte offset)."""
+    fn = ir.Function(module, ir.FunctionType(I32, [PTR]), name)
+    fn.args[0].name = "bufs"
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    slots = b.alloca(PTR, size=_i64(nslots + 1), name="slots")
+    err = b.alloca(I32, name="err")
+    b.store(ir.Constant(I32, 0), err)
+    b.store(err, b.gep(slots, [_i64(nslots)], source_etype=PTR))
+    arena = None
+    if arena_bytes:
+        malloc = module.globals.get("tj_malloc") or ir.Function(
+            module, ir.FunctionType(PTR, [I64]), "tj_malloc")
+        arena = b.call(malloc, [_i64(arena_bytes)], name="arena")
+    for k, (kind, val) in enumerate(sources):
+        if kind == "buf":
+            p = b.load(b.gep(fn.args[0], [_i64(val)], source_etype=PTR), typ=PTR)
+        elif kind == "const":
+            p = ir.Constant(I64, val).inttoptr(PTR)
+        else:
+            p = b.gep(arena, [_i64(val)], source_etype=I8)
+        b.store(p, b.gep(slots, [_i64(k)], source_etype=PTR))
+    rc = b.call(seg_fn, [slots])
+    if arena is not None:
+        free = module.globals.get("tj_free") or ir.Function(
+            module, ir.FunctionType(ir.VoidType(), [PTR]), "tj_free")
+        b.call(free, [arena])
+    b.ret(rc)
+    return fn
