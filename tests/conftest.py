@@ -1,6 +1,7 @@
 """Shared test setup: IR verification after every pass, hypothesis profile for CI."""
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 import tracejit
@@ -12,3 +13,13 @@ settings.register_profile("ci", max_examples=40, deadline=None,
 settings.register_profile("dev", max_examples=20, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+@pytest.fixture(scope="module")
+def interpret_backend():
+    """Run a module on the reference interpreter (tests of transforms and of the NumPy layer;
+    the llvm backend is checked against the interpreter in test_backend_*)."""
+    saved = tracejit.config.backend
+    tracejit.config.backend = "interpret"
+    yield
+    tracejit.config.backend = saved

@@ -13,7 +13,6 @@ from hypothesis.extra import numpy as hnp
 
 import tracejit
 
-tracejit.config.backend = "interpret"
 
 F = ("float32", "float64")
 C = ("complex64", "complex128")

@@ -6,7 +6,7 @@ import pytest
 import tracejit as tj
 from tracejit.test_util import check_grads
 
-tj.config.backend = "interpret"
+pytestmark = pytest.mark.usefixtures("interpret_backend")
 
 
 # --- seeds (exact) ------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import tracejit
 from tracejit.core import REGISTRY
 from tracejit.test_util import check_grads
 
-tracejit.config.backend = "interpret"
+pytestmark = pytest.mark.usefixtures("interpret_backend")
 P = REGISTRY
 
 
@@ -138,6 +138,19 @@ def test_check_grads_primitive(name, shape, seed):
     fn, gens = CASES[name]
     rng = np.random.default_rng(seed)
     check_grads(fn, _args(name, gens, shape, rng, np.float64), order=2)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_check_grads_primitive_on_llvm(name):
+    """The derivative graphs compiled by the llvm backend (one fixed case per primitive)."""
+    fn, gens = CASES[name]
+    saved = tracejit.config.backend
+    tracejit.config.backend = "llvm"
+    try:
+        check_grads(fn, _args(name, gens, (2, 3), np.random.default_rng(0), np.float64),
+                    order=2)
+    finally:
+        tracejit.config.backend = saved
 
 
 @pytest.mark.parametrize("name", sorted(COMPLEX_OK))

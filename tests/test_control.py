@@ -7,7 +7,7 @@ from hypothesis import given, strategies as st
 import tracejit as tj
 from tracejit.errors import ShapeError
 
-BACKENDS = ["interpret"]
+BACKENDS = ["interpret", "llvm"]
 
 
 @pytest.fixture(params=BACKENDS, autouse=True)

@@ -10,6 +10,8 @@ import tracejit
 from np_support import ALL, assert_same, check
 
 PYSCALARS = [True, 3, -2, 2.5, -0.5, 1.5 + 2j]
+
+pytestmark = pytest.mark.usefixtures("interpret_backend")
 OPS = [operator.add, operator.mul, operator.truediv, operator.eq, operator.lt, np.maximum]
 
 

@@ -18,6 +18,9 @@ def _idx_key(idx):
                  else repr(p) for p in parts)
 
 
+pytestmark = pytest.mark.usefixtures("interpret_backend")
+
+
 @st.composite
 def basic_index(draw, shape):
     """A basic index: ints, slices (any step), None and at most one Ellipsis."""

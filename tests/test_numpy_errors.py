@@ -8,7 +8,7 @@ import pytest
 
 import tracejit
 import tracejit.numpy as tnp
-from np_support import ALL  # noqa: F401  (sets the interpret backend)
+from np_support import ALL  # noqa: F401
 
 HERE = os.path.basename(__file__)
 
@@ -35,6 +35,8 @@ def _raises(exc, fn, *args, marker, must=()):
 
 
 A = np.ones((3, 4))
+
+pytestmark = pytest.mark.usefixtures("interpret_backend")
 B = np.ones((4, 3))
 
 

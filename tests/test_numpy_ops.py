@@ -20,6 +20,8 @@ from np_support import (ALL, ANY, B, C, F, FC, GE1, I, INTS, NONZERO, POS, REAL,
                         shapes, traced)
 
 # name, domain, dtypes, ulps (0 = exact)
+
+pytestmark = pytest.mark.usefixtures("interpret_backend")
 UNARY = [
     ("exp", REAL, FC + I, 0), ("exp2", REAL, FC + I, 0), ("expm1", REAL, FC + I, 0),
     ("log", ANY, FC + I, 0), ("log2", ANY, FC + I, 0), ("log10", ANY, FC + I, 0),

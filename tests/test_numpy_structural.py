@@ -11,6 +11,8 @@ import tracejit.numpy as tnp
 from np_support import ALL, FC, F, I, INTS, assert_same, check, sample, seeds, shapes
 
 SET = settings(max_examples=15)
+
+pytestmark = pytest.mark.usefixtures("interpret_backend")
 DTS = st.sampled_from(ALL)
 
 

@@ -54,7 +54,7 @@ def _loop(fn, args):
     return tj.tree.tree_map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *outs)
 
 
-@pytest.mark.parametrize("backend", ["interpret"])
+@pytest.mark.parametrize("backend", ["interpret", "llvm"])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_vmap_matches_loop(name, backend):
     saved = tj.config.backend
