@@ -17,6 +17,7 @@ import numpy as np
 from . import tree
 from .api import leaf_type
 from .core import Primitive, eval_graph, literal_value, make_graph
+from .ops.control import attach_control_rules
 
 
 def _shape(*in_types, call, policy):
@@ -29,18 +30,7 @@ def _impl(*args, call, policy):
 
 
 remat_p = Primitive("remat", "control", _shape, _impl, multiple_results=True, inline=True)
-
-
-def _lazy(kind):
-    def rule(*args, **kwargs):
-        from .transforms import control_ad
-        return getattr(control_ad, f"remat_{kind}")(*args, **kwargs)
-    return rule
-
-
-remat_p.jvp = _lazy("jvp")
-remat_p.transpose = _lazy("transpose")
-remat_p.props["partial_eval"] = _lazy("partial_eval")
+attach_control_rules(remat_p, "remat")
 
 POLICIES = (None, "nothing_saveable")
 

@@ -19,9 +19,10 @@ from ..errors import ShapeError
 from ..ir import Type
 
 
-def _rules(prim, name):
-    """Attach the differentiation rules (in transforms/control_ad.py, imported when first used
-    because they build on the AD transforms, which sit above ops in the layering)."""
+def attach_control_rules(prim, name):
+    """Attach the differentiation rules ``{name}_jvp``, ``{name}_transpose`` and
+    ``{name}_partial_eval`` of transforms/control_ad.py (imported when first used, because they
+    build on the AD transforms, which sit above ops in the layering)."""
     def lazy(kind):
         def rule(*args, **kwargs):
             from ..transforms import control_ad
@@ -58,7 +59,7 @@ def _cond_impl(index, *ops, branches):
 
 
 cond_p = Primitive("cond", "control", _cond_shape, _cond_impl, multiple_results=True)
-_rules(cond_p, "cond")
+attach_control_rules(cond_p, "cond")
 
 
 def _while_shape(*args, cond, body, n_cond_consts, n_body_consts):
@@ -88,7 +89,7 @@ def _while_impl(*args, cond, body, n_cond_consts, n_body_consts):
 
 
 while_p = Primitive("while", "control", _while_shape, _while_impl, multiple_results=True)
-_rules(while_p, "while")
+attach_control_rules(while_p, "while")
 
 
 def _scan_shape(*args, body, length, reverse, n_consts, n_carry):
@@ -122,4 +123,4 @@ def _scan_impl(*args, body, length, reverse, n_consts, n_carry):
 
 
 scan_p = Primitive("scan", "control", _scan_shape, _scan_impl, multiple_results=True)
-_rules(scan_p, "scan")
+attach_control_rules(scan_p, "scan")
