@@ -286,7 +286,7 @@ def vjp(fun, *primals, has_aux=False):
             if ct_ty.shape != t.shape:
                 raise InputError(f"vjp_fn: cotangent {i} has shape {ct_ty.shape} but the output "
                                  f"has shape {t.shape}")
-        c_leaves = [c if isinstance(c, Tracer) else np.asarray(c, dtype=t.dtype)
+        c_leaves = [c if isinstance(c, Tracer) else _lift_seed(np.asarray(c, dtype=t.dtype))
                     for c, t in zip(c_leaves, types)]
         cts = staged.run("bwd", bwd, list(res) + c_leaves)
         cts = [_value(c, t) for c, t in zip(cts, staged.in_types)]
@@ -298,6 +298,16 @@ def vjp(fun, *primals, has_aux=False):
     if has_aux:
         return out, vjp_fn, tree.unflatten(staged.aux_tree, outs[staged.n_out:])
     return out, vjp_fn
+
+
+def _lift_seed(c):
+    """A concrete 0-d cotangent seed used inside a trace, as a tracer of a literal: the
+    backward graph's broadcasts of it (e.g. ``sum``'s transpose) are then recorded as cheap
+    broadcast views instead of being evaluated now into large captured constant arrays."""
+    builder = current_builder()
+    if builder is None or np.ndim(c) != 0:
+        return c
+    return Tracer(builder, builder.atom(c))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -366,6 +376,18 @@ class Derivative:
 
     def lower(self, *args, **kwargs):
         return self._traced_for(args, kwargs).lower(*args, **kwargs)
+
+    def inspect_llvm(self, *args, **kwargs) -> str:
+        """The LLVM IR compiled for this derivative and these arguments' signature."""
+        return self._traced_for(args, kwargs).inspect_llvm(*args, **kwargs)
+
+    def inspect_asm(self, *args, **kwargs) -> str:
+        """The host assembly compiled for this derivative and these arguments' signature."""
+        return self._traced_for(args, kwargs).inspect_asm(*args, **kwargs)
+
+    def memory_analysis(self, *args, **kwargs):
+        """Argument, output and temporary bytes of the compiled derivative."""
+        return self._traced_for(args, kwargs).memory_analysis(*args, **kwargs)
 
     def cache_info(self):
         return self._last.cache_info() if self._last is not None else None
