@@ -56,6 +56,16 @@ def test_while_fixed_trip_count():
     check_grads(f, (0.3,), order=2)
 
 
+@pytest.mark.parametrize("n", [0, 1, 15, 16, 17, 40])
+def test_while_trip_counts_around_the_backward_segment_size(n):
+    """The reverse pass works in segments of WHILE_SEGMENT steps: trip counts below, at and
+    above multiples of it must all give the exact gradient."""
+    def f(x):
+        return tj.while_loop(lambda c: c[1] < n, lambda c: (np.sin(c[0]) * 0.9 + x, c[1] + 1),
+                             (x, 0))[0]
+    check_grads(f, (0.3,), order=2)
+
+
 def test_while_tolerance_driven_newton_sqrt():
     def sqrt_newton(a):
         return tj.while_loop(lambda c: np.abs(c * c - a) > 1e-12 * a, lambda c: 0.5 * (c + a / c),

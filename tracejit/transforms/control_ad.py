@@ -18,9 +18,11 @@ splits one JVP'd equation into a known equation (run in the forward pass) and an
   branch's linear part; its transpose is a cond over the transposed branches.
 - ``while``: the trip count is data-dependent and shapes are static, so residuals cannot be
   stacked. The known while computes the primal result; the unknown equation keeps the JVP'd
-  loop, and its transpose *recomputes*: for step j = n-1 … 0 it re-runs the primal body j times
-  from the initial carry, then applies the transposed body. Memory stays O(1) in the trip count;
-  time is O(n²) body evaluations — fine for tolerance-driven loops of tens to hundreds of steps.
+  loop, and its transpose *recomputes*: the trip count n is found again, then segments of
+  K = WHILE_SEGMENT steps are processed last to first — the primal loop is re-run from the
+  initial carry to the segment's start, the segment's K carries are recorded by a fixed-length
+  scan, and the transposed body runs over them in reverse. Memory: K carries, whatever n is;
+  time: n + n²/(2K) body evaluations (a loop of up to K steps costs two passes).
 - ``remat_call`` (``checkpoint``): the known equation computes outputs only; the linear part
   keeps the JVP'd call and its transpose recomputes the residuals from the saved inputs.
 """
@@ -436,8 +438,12 @@ def _drop_unused_inputs(graph: Graph, keep) -> Graph:
     return graph.replace(invars=tuple(v for v, k in zip(graph.invars, keep) if k))
 
 
+WHILE_SEGMENT = 16      # steps recorded at a time by the backward pass of a while loop
+
+
 def while_transpose(cts, *args, cond, body, n_cond_consts, n_body_consts):
-    """Transpose of a JVP'd while (linear in its undefined operands) by recomputation."""
+    """Transpose of a JVP'd while (linear in its undefined operands) by recomputation, one
+    segment of WHILE_SEGMENT steps at a time (see the module docstring)."""
     from ..control import fori_loop, while_loop
     from ..numpy.math import add as np_add, subtract
     ncc, nbc = n_cond_consts, n_body_consts
@@ -474,16 +480,43 @@ def while_transpose(cts, *args, cond, body, n_cond_consts, n_body_consts):
     n_ub = sum(1 for x in bc if is_undefined(x))
     acc0 = [ad.zeros(t) for t in u_types[:n_ub]]
 
-    def back(state):
-        j, ctu, acc = state
-        pj = fori_loop(0, j, lambda i, p: known_step(p), list(p0))
-        res = eval_graph(fwd, list(kb) + list(pj))[n_kc:]
-        outs = eval_graph(bwd, list(res) + list(ctu))
-        d_b, d_c = outs[:n_ub], outs[n_ub:]
-        return subtract(j, 1), list(d_c), [ad.add(a, d) for a, d in zip(acc, d_b)]
+    # Backward in segments of WHILE_SEGMENT steps, last segment first: re-run the primal loop to
+    # the segment's start, record the segment's carries with a fixed-length scan (static
+    # shapes), then run the transposed body over them in reverse. Steps past the trip count are
+    # masked out with selects (not multiplied, so their values cannot leak NaN).
+    from ..control import scan
+    from ..numpy.logic import where
+    from ..numpy.math import floor_divide, less, minimum, multiply
+    K = WHILE_SEGMENT
+    steps = np.arange(K, dtype=np.int64)
 
-    _, ct_c, ct_b = while_loop(lambda s: s[0] >= 0, back,
-                               (subtract(n, 1), list(ct_u), list(acc0)))
+    def back_segment(state):
+        s, ctu, acc = state
+        start = multiply(s, K)
+        count = minimum(subtract(n, start), K)
+        p_start = fori_loop(0, start, lambda i, p: known_step(p), list(p0))
+
+        def fwd_step(p, j):
+            active = less(j, count)
+            return [where(active, a, b) for a, b in zip(known_step(p), p)], list(p)
+
+        _, ps = scan(fwd_step, list(p_start), steps)
+
+        def bwd_step(c, xs):
+            (ctu_, acc_), (pj, j) = c, xs
+            res = eval_graph(fwd, list(kb) + list(pj))[n_kc:]
+            outs = eval_graph(bwd, list(res) + list(ctu_))
+            d_b, d_c = outs[:n_ub], outs[n_ub:]
+            active = less(j, count)
+            return ([where(active, d, c0) for d, c0 in zip(d_c, ctu_)],
+                    [where(active, ad.add(a, d), a) for a, d in zip(acc_, d_b)]), None
+
+        (ctu, acc), _ = scan(bwd_step, (list(ctu), list(acc)), (list(ps), steps), reverse=True)
+        return subtract(s, 1), list(ctu), list(acc)
+
+    n_seg = floor_divide(np_add(n, K - 1), K)
+    _, ct_c, ct_b = while_loop(lambda st: st[0] >= 0, back_segment,
+                               (subtract(n_seg, 1), list(ct_u), list(acc0)))
     result = [None] * len(args)
     it_b, it_c = iter(ct_b), iter(ct_c)
     for i, x in enumerate(bc):
