@@ -501,8 +501,21 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False):
 
 
 def _basis(t: Type):
-    """The identity as a batch of one-hot tangents: shape (t.size,) + t.shape."""
-    return np.eye(t.size, dtype=t.dtype).reshape((t.size,) + tuple(t.shape))
+    """The identity as a batch of one-hot tangents: shape (t.size,) + t.shape.
+
+    Inside a trace it is ``iota == iota`` rather than a constant array, so the slices and
+    products the batched JVP/VJP applies to it fuse into loops instead of reading (and
+    constant-folding) n² stored values."""
+    n = t.size
+    if current_builder() is None:
+        return np.eye(n, dtype=t.dtype).reshape((n,) + tuple(t.shape))
+    from .ops.elementwise import convert_p, eq_p
+    from .ops.structural import iota_p, reshape_p
+    b = current_builder()                    # iota has no operands: record it explicitly
+    rows, = b.add_eqn(iota_p, [], dict(dtype=np.dtype(np.int64), shape=(n, n), axis=0))
+    cols, = b.add_eqn(iota_p, [], dict(dtype=np.dtype(np.int64), shape=(n, n), axis=1))
+    eye = convert_p.bind(eq_p.bind(rows, cols), dtype=t.dtype)
+    return reshape_p.bind(eye, shape=(n,) + tuple(t.shape)) if t.shape != (n,) else eye
 
 
 def _jacobian_block(batched, n_basis, basis_shape, other_shape, basis_last):
