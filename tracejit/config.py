@@ -7,11 +7,22 @@ Attributes (all plain, settable at run time):
 - ``strong_zero_where``: a cotangent that is zero because where/select did not pick a branch stays
   zero through that branch's backward pass (0·inf = 0); False restores plain IEEE propagation.
 - ``cache_size``: per-function LRU bound on compiled signatures; env TRACEJIT_CACHE_SIZE.
-- ``cache_dir``: directory of the on-disk compile cache, or None; env TRACEJIT_CACHE_DIR.
-- ``num_threads``: worker threads of compiled kernels; env TRACEJIT_NUM_THREADS.
+- ``cache_dir``: directory of the on-disk compile cache of user functions, or None (the default:
+  user code is cached only when asked); env TRACEJIT_CACHE_DIR.
+- ``library_cache_dir``: directory where tracejit's own native library code (vector math, the
+  thread pool) is kept as object code keyed by CPU, versions and source hash, so a new process
+  loads it in ~1 ms instead of compiling it; default ``$XDG_CACHE_HOME/tracejit`` (or
+  ``~/.cache/tracejit``); env TRACEJIT_LIBRARY_CACHE_DIR, where an empty value or "0" disables.
+- ``num_threads``: threads (the caller included) a compiled kernel may use; default all usable
+  cores; env TRACEJIT_NUM_THREADS. Assigning it takes effect at once, also for functions already
+  compiled (the native pool reads the current value on every parallel call). Results do not
+  depend on it: elementwise loops split into disjoint ranges, and reductions always combine the
+  same fixed chunks in the same order, whatever the thread count.
 - ``check_ir``: verify the IR after every pass (on under pytest); env TRACEJIT_CHECK_IR.
 - ``print_after``: pass names after which the IR is printed to stderr; env TRACEJIT_PRINT_AFTER.
-- ``max_while_iterations``: optional cap that makes a runaway while_loop raise instead of hang.
+- ``max_while_iterations``: optional cap that makes a runaway while_loop raise instead of hang
+  (also inside native kernels, which read the current value on every loop); env
+  TRACEJIT_MAX_WHILE_ITERATIONS.
 """
 from __future__ import annotations
 
@@ -26,6 +37,21 @@ def _flag(name, default=False):
     return value.strip().lower() not in ("", "0", "false", "no", "off")
 
 
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def _library_cache_dir(env):
+    value = env.get("TRACEJIT_LIBRARY_CACHE_DIR")
+    if value is not None:
+        return None if value.strip().lower() in ("", "0", "off", "false", "no") else value
+    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "tracejit")
+
+
 class Config:
     def __init__(self):
         env = os.environ
@@ -35,7 +61,8 @@ class Config:
         self.strong_zero_where = _flag("TRACEJIT_STRONG_ZERO_WHERE", True)
         self.cache_size = int(env.get("TRACEJIT_CACHE_SIZE", "64"))
         self.cache_dir = env.get("TRACEJIT_CACHE_DIR") or None
-        self.num_threads = int(env.get("TRACEJIT_NUM_THREADS", "0")) or (os.cpu_count() or 1)
+        self.library_cache_dir = _library_cache_dir(env)
+        self.num_threads = int(env.get("TRACEJIT_NUM_THREADS", "0")) or _usable_cores()
         self.check_ir = _flag("TRACEJIT_CHECK_IR", "pytest" in sys.modules)
         self.print_after = tuple(p for p in env.get("TRACEJIT_PRINT_AFTER", "").split(",") if p)
         self.max_while_iterations = int(env.get("TRACEJIT_MAX_WHILE_ITERATIONS", "0")) or None
@@ -50,6 +77,8 @@ class Config:
         if changed:
             for callback in list(_on_code_change):
                 callback()
+        for callback in list(_on_set.get(name, ())):
+            callback(value)
 
     def __repr__(self):
         items = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
@@ -57,4 +86,12 @@ class Config:
 
 
 _on_code_change: list = []     # callbacks registered by tracejit.api
+_on_set: dict = {}             # name -> callbacks(value) run on assignment (the native runtime
+                               # mirrors num_threads and max_while_iterations this way)
+
+
+def on_set(name, callback) -> None:
+    """Run ``callback(value)`` whenever ``config.<name>`` is assigned (used by the backend to
+    push run-time settings into native code without config importing the backend)."""
+    _on_set.setdefault(name, []).append(callback)
 config = Config()

@@ -7,6 +7,7 @@ tracers inlines it into the enclosing trace, and evaluating it on arrays is the 
 """
 from __future__ import annotations
 
+import contextlib
 import contextvars
 from typing import Any, Callable
 
@@ -52,7 +53,9 @@ class Primitive:
         return list(out) if self.multiple_results else [out]
 
     def bind(self, *args, **params):
-        builder = _builder_for(args)
+        # an equation without operands (iota) is recorded in the current trace rather than
+        # evaluated into a constant, so replaying a graph (jvp, vmap, inlining) keeps it symbolic
+        builder = _builder_for(args) if args else _current.get()
         if builder is None:
             values = [a.value if isinstance(a, Literal) else a for a in args]
             out = self.impl(*values, **params)
@@ -263,6 +266,16 @@ def current_builder() -> Builder | None:
     return _current.get()
 
 
+@contextlib.contextmanager
+def outside_trace():
+    """Evaluate concretely even while a trace is being recorded (no current builder)."""
+    token = _current.set(None)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
 def is_tracer(x) -> bool:
     return isinstance(x, Tracer)
 
@@ -297,6 +310,9 @@ def eval_graph(graph: Graph, args, *, on_eqn=None) -> list:
 
     if len(args) != len(graph.invars):
         raise TypeError(f"graph takes {len(graph.invars)} inputs, got {len(args)}")
+    if _current.get() is not None and not any(isinstance(a, Tracer) for a in args):
+        with outside_trace():                # concrete values stay concrete (see bind)
+            return eval_graph(graph, args, on_eqn=on_eqn)
     for v, x in zip(graph.invars, args):
         env[id(v)] = x
     for v, x in zip(graph.constvars, graph.constvals):

@@ -12,14 +12,22 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _NUMPY_DIR = None
 
 
+_internal: dict = {}       # filename -> bool (every equation asks; abspath is the cost)
+
+
 def _is_internal(filename: str) -> bool:
+    known = _internal.get(filename)
+    if known is not None:
+        return known
     global _NUMPY_DIR
     if _NUMPY_DIR is None:
         import numpy
         _NUMPY_DIR = os.path.dirname(os.path.abspath(numpy.__file__))
     path = os.path.abspath(filename)
-    return path.startswith(_PACKAGE_DIR + os.sep) or path.startswith(_NUMPY_DIR + os.sep) \
-        or filename.startswith("<frozen") or "/_pytest/" in filename or "/pluggy/" in filename
+    known = _internal[filename] = path.startswith(_PACKAGE_DIR + os.sep) or \
+        path.startswith(_NUMPY_DIR + os.sep) or filename.startswith("<frozen") or \
+        "/_pytest/" in filename or "/pluggy/" in filename
+    return known
 
 
 def user_location() -> str | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .config import config
-from .core import eval_graph, literal_value
+from .core import eval_graph, literal_value, outside_trace
 from .errors import NaNError
 from .ir import Graph, Literal, print_graph
 
@@ -29,7 +29,8 @@ def _check_nans(eqn, outs, env_in):
 def run(graph: Graph, args) -> list[np.ndarray]:
     """Evaluate ``graph`` on arrays (already converted to the graph's input dtypes)."""
     if config.debug_nans:
-        return _run_checked(graph, args)
+        with outside_trace():                # concrete evaluation, even inside a trace
+            return _run_checked(graph, args)
     outs = eval_graph(graph, list(args))
     return [np.asarray(literal_value(o), dtype=v.ty.dtype) for o, v in zip(outs, graph.outvars)]
 

@@ -127,7 +127,8 @@ def simplify_identities(graph: Graph) -> Graph:
     subst = _Subst()
     producer: dict[int, Eqn] = {}
     kept = []
-    # constant arrays of ones (e.g. the broadcast seed cotangent of a gradient): x * ones = x
+    # constant arrays of ones and broadcasts of a literal 1 (the broadcast seed cotangent of a
+    # gradient): x * ones = x
     ones = {id(c) for c, v in zip(graph.constvars, graph.constvals)
             if np.size(v) and np.asarray(v).dtype.kind in "fc" and np.all(np.asarray(v) == 1)}
     for eqn in graph.eqns:
@@ -145,6 +146,9 @@ def simplify_identities(graph: Graph) -> Graph:
             continue
         for v in eqn.outvars:
             producer[id(v)] = eqn
+        if eqn.prim is st.broadcast_in_dim_p and _is_literal(ins[0], 1) and \
+                out.ty.dtype.kind in "fc":
+            ones.add(id(out))                # a broadcast seed of ones (e.g. sum's cotangent)
         kept.append(eqn)
     return _rebuild(graph, kept, subst)
 

@@ -64,7 +64,8 @@ def can_lower_arg(eqn) -> bool:
 
 def can_lower_take(eqn) -> bool:
     x, idx = eqn.invars
-    return ops.dtype_ok(x.ty.dtype) and isinstance(x, Var) and idx.ty.dtype.kind == "i"
+    return (ops.dtype_ok(x.ty.dtype) or x.ty.dtype.kind == "c") and isinstance(x, Var) and \
+        idx.ty.dtype.kind == "i"
 
 
 def _map(fn, *vals):
@@ -497,5 +498,9 @@ class _Emitter(MemoryOps):
 
 def emit_group(module, name, group, plan, slot_of, namer=None, err_slot=0) -> GroupCode:
     """Emit ``group``'s loop nest into ``module`` (see the module docstring). ``err_slot``: the
-    slot holding a pointer to the i32 error cell (set to ``ERR_INDEX`` by a failed gather)."""
+    slot holding a pointer to the i32 error cell (set to ``ERR_INDEX`` by a failed gather).
+    A ``rowfuse.RowMatvecGroup`` (two products around a row-local chain) has its own emitter."""
+    from .rowfuse import RowMatvecGroup, emit_rowmv
+    if isinstance(group, RowMatvecGroup):
+        return emit_rowmv(module, name, group, plan, slot_of, namer)
     return _Emitter(module, name, group, plan, slot_of, namer, err_slot).emit()

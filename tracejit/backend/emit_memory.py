@@ -305,13 +305,16 @@ class MemoryOps:
         iu = b.add(i, _i64(u * vl))
         s_in = acc.strides[-1] if acc.strides else 0
         elem = b.add(off, b.mul(iu, _i64(s_in)))
-        mt = mem_type(acc.dtype)
-        if vl == 1:
+        if acc.dtype.kind == "c":
+            v, any_bad = self._complex_gather(acc, elem, w, sa, s_in, inb, active, bad)
+        elif vl == 1:
+            mt = mem_type(acc.dtype)
             any_bad = bad
             dummy = self._dummy(mt)
             p = b.gep(acc.ptr, [b.add(elem, b.mul(w, _i64(sa)))], source_etype=mt)
             v = b.load(b.select(inb, p, dummy), typ=mt)
         else:
+            mt = mem_type(acc.dtype)
             vt = ir.VectorType(I64, vl)
             lanes = ir.Constant(vt, [l * s_in for l in range(vl)])
             eidx = b.add(b.add(self._splat(elem), lanes), b.mul(w, cx.const(I64, sa)))
@@ -331,6 +334,34 @@ class MemoryOps:
         if acc.dtype.kind == "b":
             v = b.icmp_unsigned("!=", v, cx.like(v, 0))
         return v
+
+    def _complex_gather(self, acc, elem, w, sa, s_in, inb, active, bad):
+        """(re, im) gathered as two real loads per lane (masked off-range lanes read nothing)."""
+        b, cx, vl = self.b, self.cx, self.vl
+        rt = mem_type(_real(acc.dtype))
+        size = _real(acc.dtype).itemsize
+        if vl == 1:
+            dummy = self._dummy(rt)
+            k = b.mul(b.add(elem, b.mul(w, _i64(sa))), _i64(2))
+            parts = []
+            for part in (0, 1):
+                p = b.gep(acc.ptr, [b.add(k, _i64(part))], source_etype=rt)
+                parts.append(b.load(b.select(inb, p, dummy), typ=rt))
+            return tuple(parts), bad
+        vt = ir.VectorType(I64, vl)
+        lanes = ir.Constant(vt, [l * s_in for l in range(vl)])
+        eidx = b.add(b.add(self._splat(elem), lanes), b.mul(w, cx.const(I64, sa)))
+        base = b.add(self._splat(b.ptrtoint(acc.ptr, I64)), b.mul(eidx, cx.const(I64, 2 * size)))
+        rvt = ir.VectorType(rt, vl)
+        parts = []
+        for part in (0, 1):
+            addrs = b.inttoptr(b.add(base, cx.const(I64, part * size)), ir.VectorType(PTR, vl))
+            parts.append(cx.intrinsic("masked.gather", rvt, [addrs, ir.Constant(I32, size),
+                                                             active, ir.Constant(rvt, None)],
+                                      [rvt, addrs.type]))
+        any_bad = b.icmp_unsigned("!=", b.bitcast(bad, ir.IntType(vl)),
+                                  ir.Constant(ir.IntType(vl), 0))
+        return tuple(parts), any_bad
 
     def _dummy(self, mt):
         if not hasattr(self, "_dummies"):

@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from . import emit_loops, matmul
+from . import emit_loops
 from .emit_ops import I8, I32, I64, OpContext, mem_type, reg_type
 from ..ir import Var
-from .fuse import LoopGroup, MatmulStep, ScanStep
+from .fuse import ArgStep, ControlStep, LoopGroup, MatmulStep, ScanStep, ScatterStep
 
 PTR = ir.PointerType()
 MATMUL_PARALLEL_FLOPS = 4_000_000     # ~40 us at 100 GFLOP/s: split rows over the pool above
@@ -43,6 +43,7 @@ def matmul_layout(plan, eqn):
     outer product: K = 1 with stride 0."""
     lhs, rhs = eqn.invars
     dt = eqn.outvars[0].ty.dtype
+    from . import matmul
     if np.dtype(dt) not in matmul._SCALAR:
         return None
     (lc, rc), (lb, rb) = eqn.params["contract"], eqn.params["batch"]
@@ -62,15 +63,42 @@ def matmul_layout(plan, eqn):
     return dt, M, K, N, (sm, sak), (sbk, sn), batch, a_bs, b_bs
 
 
+class ConstTable:
+    """Constant arrays reached through one pointer table instead of addresses baked into the
+    code, so a module's text (and object code) does not depend on where NumPy put them:
+    ``@<prefix>_consts`` holds the address of a pointer array that ``Executable`` fills after
+    loading; ``ptr(b, array)`` emits the two loads."""
+
+    def __init__(self, module, prefix):
+        self.module, self.name = module, f"{prefix}_consts"
+        self.arrays: list = []
+        self._index: dict = {}
+        self._global = None
+
+    def ptr(self, b, array):
+        k = self._index.get(id(array))
+        if k is None:
+            k = self._index[id(array)] = len(self.arrays)
+            self.arrays.append(array)
+        if self._global is None:
+            self._global = ir.GlobalVariable(self.module, PTR, self.name)
+            self._global.initializer = ir.Constant(PTR, None)
+        table = b.load(self._global, typ=PTR)
+        return b.load(b.gep(table, [_i64(k)], source_etype=PTR), typ=PTR)
+
+
 class SegmentEmitter:
     """Emits groups and matmuls into one module; ``segment(steps)`` makes one ``@seg``."""
 
-    def __init__(self, module, plan, slot_of, prefix, namer, err_slot):
+    def __init__(self, module, plan, slot_of, prefix, namer, err_slot, consts=None):
         self.module, self.plan, self.slot_of = module, plan, slot_of
+        self.consts = consts if consts is not None else ConstTable(module, prefix)
         self.err_slot = err_slot
         self.prefix, self.namer = prefix, namer
         self.count = 0
         self.codes = {}            # id(step) -> GroupCode | matmul info
+        self.keepalive = []        # arrays whose addresses the module holds (sub-graph consts)
+        self.has_matmul = False    # matmul kernels need the O1 pipeline; fused loops do not
 
     def _name(self, kind):
         self.count += 1
@@ -97,6 +125,17 @@ class SegmentEmitter:
                 scan = emit_scan(self.module, self._name("scan"), step.eqn, self.plan,
                                  self.slot_of)
                 b.call(scan, [slots, _i64(0), _i64(0)])
+            elif isinstance(step, ArgStep):
+                from .emit_arg import emit_arg
+                b.call(emit_arg(self.module, self._name("arg"), step.eqn, self.plan,
+                                self.slot_of), [slots])
+            elif isinstance(step, ScatterStep):
+                from .emit_scatter import emit_scatter
+                b.call(emit_scatter(self.module, self._name("scatter"), step.eqn, self.plan,
+                                    self.slot_of, self.err_slot), [slots])
+            elif isinstance(step, ControlStep):
+                from .control import emit_control
+                self.codes[id(step)] = emit_control(self, b, slots, step, self._name("ctl"))
             else:
                 raise AssertionError(step)
         cell = b.load(b.gep(slots, [_i64(self.err_slot)], source_etype=PTR), typ=PTR)
@@ -104,6 +143,9 @@ class SegmentEmitter:
         return fn
 
     def _group(self, b, slots, group):
+        from .rowfuse import RowMatvecGroup
+        if isinstance(group, RowMatvecGroup):
+            self.has_matmul = True          # row-fused products want O1 too (W2: 8% faster)
         code = emit_loops.emit_group(self.module, self._name("loop"), group, self.plan,
                                      self.slot_of, self.namer, self.err_slot)
         self.codes[id(group)] = code
@@ -233,7 +275,9 @@ class SegmentEmitter:
         b.call(fill, [p])
 
     def _matmul(self, b, slots, step):
+        from . import matmul
         dt, M, K, N, a_st, b_st, batch, a_bs, b_bs = matmul_layout(self.plan, step.eqn)
+        self.has_matmul = True
         name = self._name("mm")
         ptrs = [self._slot_ptr(b, slots, v) for v in (step.lhs, step.rhs,
                                                       self.plan.view_of(step.out))]
@@ -257,10 +301,11 @@ class SegmentEmitter:
         b.call(kern, ptrs)
 
 
-def emit_kernel(module, name, seg_fn, nslots, sources, arena_bytes) -> ir.Function:
+def emit_kernel(module, name, seg_fn, nslots, sources, arena_bytes, consts) -> ir.Function:
     """``i32 @name(ptr bufs)``: slots from bufs (inputs, outputs), constants and the arena.
 
-    ``sources[k]`` for slot k: ("buf", i) | ("const", address) | ("temp", byte offset)."""
+    ``sources[k]`` for slot k: ("buf", i) | ("const", array) | ("temp", byte offset); constant
+    arrays are read from ``consts`` (a ``ConstTable``)."""
     fn = ir.Function(module, ir.FunctionType(I32, [PTR]), name)
     fn.args[0].name = "bufs"
     b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -277,7 +322,7 @@ def emit_kernel(module, name, seg_fn, nslots, sources, arena_bytes) -> ir.Functi
         if kind == "buf":
             p = b.load(b.gep(fn.args[0], [_i64(val)], source_etype=PTR), typ=PTR)
         elif kind == "const":
-            p = ir.Constant(I64, val).inttoptr(PTR)
+            p = consts.ptr(b, val)
         else:
             p = b.gep(arena, [_i64(val)], source_etype=I8)
         b.store(p, b.gep(slots, [_i64(k)], source_etype=PTR))

@@ -9,12 +9,28 @@ Error codes: the slot array's last entry points to an i32 error cell; a native g
 index out of range sets it to ``ERR_INDEX`` (reading nothing out of bounds) and the segment
 returns it, and ``_raise`` turns it into IndexError after the call.
 
-Not disk-cacheable yet: constant arrays are baked in as addresses and symbol names come from a
-process counter (``jit.unique_name``).
+Disk-cacheable: symbol names are derived from the content (a hash of the IR emitted with a
+placeholder prefix and of the constant values), and constant arrays (graph constants, iota
+ranges, literals broadcast into loop operands) are reached through a per-module pointer table
+(``emit_steps.ConstTable``) that is filled after loading, so no address is baked into the code;
+the module is compiled with ``jit.compile_ir(..., cacheable=True)`` (used when
+``config.cache_dir`` is set). A module already loaded in this process is reused, not recompiled.
+
+Tiers: modules without matmul kernels compile at opt 0 (no pipeline, FastISel): fused loops are
+explicit vector IR, and run as fast (W1, W7 within noise; 3-5x shorter compiles); a gradient
+loop with reductions measured ~10% slower. Modules with matmul kernels use O1 and full codegen.
+
+Threads: ``config.num_threads`` is read by the native pool on every parallel call. Results do
+not depend on it: elementwise loops split the index range into disjoint chunks (each element is
+computed by the same code whatever the split), and reductions over the outermost dimension are
+always computed as the same fixed chunks combined in the same order (``emit_loops.CHUNKS``), so
+1 and N threads give bit-identical results (tests/test_backend_control.py).
 """
 from __future__ import annotations
 
 import ctypes
+import hashlib
+import threading
 import time
 
 import numpy as np
@@ -81,14 +97,36 @@ _ARR_DATA = 16
 
 
 def _raise(code):
+    from .control import ERR_WHILE_LIMIT
     from .emit_loops import ERR_INDEX
+    if code & ERR_WHILE_LIMIT:
+        from ..config import config
+        raise RuntimeError(f"while_loop exceeded config.max_while_iterations = "
+                           f"{config.max_while_iterations}")
     if code == ERR_INDEX:
-        raise IndexError("tracejit: an index is out of bounds in a gather (take / indexing); "
-                         "valid indices for an axis of length n are -n..n-1")
+        raise IndexError("tracejit: an index is out of bounds in a gather or scatter (take / "
+                         "indexing / .at[]); valid indices for an axis of length n are -n..n-1")
     raise RuntimeError(f"tracejit: compiled kernel failed with error code {code}")
 
 
 _data_ptr = _init_data_ptr()
+_PLACEHOLDER = "tjgraph"      # symbol prefix while emitting; replaced by the content hash
+_modules: dict = {}           # content name -> (pointer table, arrays): loaded modules, kept
+_modules_lock = threading.Lock()
+
+
+def _fill_const_table(global_name, arrays):
+    """Point the module's ``@..._consts`` global at a pointer array of ``arrays`` (kept alive
+    for the life of the process, like the module's code)."""
+    if not global_name:
+        return None
+    keep = [np.ascontiguousarray(a) for a in arrays]
+    table = (ctypes.c_void_p * len(keep))(*[a.ctypes.data for a in keep])
+    address = jit.global_address(global_name)
+    if not address:
+        raise RuntimeError(f"tracejit: constant table {global_name!r} not found after loading")
+    ctypes.c_void_p.from_address(address).value = ctypes.addressof(table)
+    return table, keep
 
 
 class Executable:
@@ -104,7 +142,7 @@ class Executable:
         bp = self.buffers
         module = ir.Module(name="tracejit_graph")
         module.triple = jit.triple()
-        prefix = jit.unique_name("tj_graph")
+        prefix = _PLACEHOLDER
         emitter = emit_steps.SegmentEmitter(module, self.plan, lambda v: bp.slot_of(v), prefix,
                                             self.namer, bp.err_slot)
         self.program = []                    # ("seg", name, steps) | ("numpy", step)
@@ -120,6 +158,7 @@ class Executable:
         if run:
             self.program.append(("seg", emitter.segment(run).name, run))
         self.emitter = emitter
+        self.keepalive = emitter.keepalive
         self.native = all(p[0] == "seg" for p in self.program)
         self.kernel_name = None
         if self.native:
@@ -131,7 +170,7 @@ class Executable:
                 elif s.kind == "out":
                     sources.append(("buf", nin + s.index))
                 elif s.kind == "const":
-                    sources.append(("const", bp.const_arrays[s.index].ctypes.data))
+                    sources.append(("const", bp.const_arrays[s.index]))
                 else:
                     sources.append(("temp", s.index))
             seg = module.globals[self.program[0][1]] if self.program else None
@@ -139,10 +178,36 @@ class Executable:
                 seg = emitter.segment([])
             self.kernel_name = prefix + "_kernel"
             emit_steps.emit_kernel(module, self.kernel_name, seg, len(bp.slots), sources,
-                                   bp.arena_bytes)
-        self.llvm_ir = str(module)
+                                   bp.arena_bytes, emitter.consts)
+        text = str(module)
+        # Content-derived names: the hash of the IR (emitted with a placeholder prefix) and of
+        # the constants' values. The same graph in another process gets the same text, so its
+        # object code can come from the disk cache (config.cache_dir); the same graph twice in
+        # one process is compiled once.
+        table = emitter.consts.arrays
+        h = hashlib.sha256(text.encode())
+        for arr in table:
+            h.update(f"{arr.dtype.str}{arr.shape}".encode())
+            h.update(np.ascontiguousarray(arr).tobytes())
+        name = "tj_" + h.hexdigest()[:20]
+        rename = lambda s: s.replace(_PLACEHOLDER, name)  # noqa: E731
+        self.llvm_ir = rename(text)
+        self.program = [(p[0], rename(p[1]), p[2]) if p[0] == "seg" else p
+                        for p in self.program]
+        if self.kernel_name is not None:
+            self.kernel_name = rename(self.kernel_name)
         t1 = time.perf_counter()
-        jit.compile_ir(self.llvm_ir, opt=1)
+        # Tiers: fused loops are explicit vector IR that runs as fast without the pipeline and
+        # with FastISel (measured: W1/W7 within noise, 3-5x faster compiles); matmul kernels
+        # need O1 + full codegen (5x slower code otherwise).
+        self.opt = 1 if emitter.has_matmul else 0
+        with _modules_lock:
+            loaded = _modules.get(name)
+            if loaded is None:
+                jit.compile_ir(self.llvm_ir, opt=self.opt, cacheable=True)
+                loaded = _modules[name] = _fill_const_table(emitter.consts.name.replace(
+                    _PLACEHOLDER, name) if table else None, table)
+        self._const_table = loaded
         t2 = time.perf_counter()
         self.compile_seconds = {"emit": t1 - t0, "llvm": t2 - t1}
         self._segs = {name: _KERNEL_T(jit.function_address(name))
@@ -244,15 +309,17 @@ class Executable:
     # inspection ----------------------------------------------------------------------------------
     def asm(self) -> str:
         """Host assembly of the whole module."""
-        return jit.emit_assembly(self.llvm_ir, opt=1)
+        return jit.emit_assembly(self.llvm_ir, opt=self.opt)
 
     def memory_analysis(self) -> dict:
-        """Bytes of arguments, outputs and the temporary arena (one per call)."""
+        """Bytes of arguments, outputs, the temporary arena (one per call) and the scratch that
+        native loops allocate while they run (carry double buffers, loop-body arenas)."""
         g = self.graph
         nbytes = lambda ty: ty.size * ty.dtype.itemsize  # noqa: E731
         return {"argument_bytes": sum(nbytes(v.ty) for v in g.invars),
                 "output_bytes": sum(nbytes(v.ty) for v in g.outvars),
                 "temp_bytes": self.buffers.arena_bytes,
+                "loop_scratch_bytes": control.scratch_bytes(self.emitter),
                 "constant_bytes": sum(a.nbytes for a in self.buffers.const_arrays)}
 
     def describe(self) -> str:
@@ -280,6 +347,16 @@ class Executable:
                 lines.append(f"  matmul {n(step.out)}=dot_general{code}")
             elif isinstance(step, fuse.ScanStep):
                 lines.append(f"  scan {n(step.eqn.outvars[0])}={step.eqn.prim.name}")
+            elif isinstance(step, fuse.ArgStep):
+                lines.append(f"  {n(step.eqn.outvars[0])}={step.eqn.prim.name}"
+                             f"[axis={step.eqn.params['axis']}] (row walk)")
+            elif isinstance(step, fuse.ScatterStep):
+                p = step.eqn.params
+                lines.append(f"  scatter {n(step.eqn.outvars[0])}=scatter[{p['mode']}, "
+                             f"axis={p['axis']}]")
+            elif isinstance(step, fuse.ControlStep):
+                outs = " ".join(n(v) for v in step.eqn.outvars)
+                lines.append(f"  {outs} = {control.describe(step)}")
             else:
                 outs = " ".join(n(v) for v in step.eqn.outvars)
                 lines.append(f"  numpy {outs}={step.eqn.prim.name} (fallback)")

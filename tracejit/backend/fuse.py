@@ -33,6 +33,11 @@ VIEW_PRIMS = ("broadcast_in_dim", "transpose", "slice", "rev")
 REDUCE_PRIMS = ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod")
 
 
+def unit_reshape(src, dst) -> bool:
+    """Whether a reshape only inserts or removes size-1 axes."""
+    return tuple(d for d in src if d != 1) == tuple(d for d in dst if d != 1)
+
+
 def row_major(shape):
     strides, acc = [], 1
     for d in reversed(shape):
@@ -95,6 +100,10 @@ class View:
                 st[a] = -st[a]
             return View(self.base, off, st, sh, self.dtype)
         if name == "reshape":
+            if unit_reshape(sh, out_ty.shape):       # size-1 axes in or out: any strides
+                real = iter(s for s, d in zip(st, sh) if d != 1)
+                return View(self.base, off, [0 if d == 1 else next(real) for d in out_ty.shape],
+                            out_ty.shape, self.dtype)
             assert self.contiguous()
             return View(self.base, off, row_major(out_ty.shape), out_ty.shape, self.dtype)
         raise ValueError(name)
@@ -141,6 +150,34 @@ class MatmulStep(Step):
 class ScanStep(Step):
     """cumsum / cumprod (emit_scan)."""
     kind = "scan"
+
+    def __init__(self, index, eqn):
+        super().__init__(index)
+        self.eqn = eqn
+
+
+class ControlStep(Step):
+    """cond / while / scan as native branches and loops (``control.py``); ``subs``: the
+    partitioned sub-graphs (branches, or cond and body, or the scan body)."""
+    kind = "control"
+
+    def __init__(self, index, eqn, subs):
+        super().__init__(index)
+        self.eqn, self.subs = eqn, subs
+
+
+class ArgStep(Step):
+    """argmax / argmin over a non-innermost axis (``emit_arg``)."""
+    kind = "arg"
+
+    def __init__(self, index, eqn):
+        super().__init__(index)
+        self.eqn = eqn
+
+
+class ScatterStep(Step):
+    """scatter as native loops (``emit_scatter``)."""
+    kind = "scatter"
 
     def __init__(self, index, eqn):
         super().__init__(index)
@@ -242,7 +279,9 @@ def _place_in_loop(plan: Plan, eqn, shape, operands, last_by_shape) -> LoopGroup
 
 def partition(graph) -> Plan:
     """Assign every equation of ``graph`` to a step (see the module docstring)."""
-    plan = Plan(graph)
+    from .sinkviews import sink_views
+    plan = Plan(sink_views(graph))           # slices/pads/transposes of computed values sunk
+    graph = plan.graph
     last_by_shape: dict = {}
     for eqn in graph.eqns:
         name = eqn.prim.name
@@ -256,7 +295,8 @@ def partition(graph) -> Plan:
             plan.views[id(outs[0])] = View.whole(ins[0]).compose(name, eqn.params, outs[0].ty)
             continue
         if name == "reshape" and isinstance(ins[0], Var) and id(ins[0]) not in plan.member_of \
-                and plan.view_of(ins[0]).contiguous():
+                and (plan.view_of(ins[0]).contiguous() or
+                     unit_reshape(ins[0].ty.shape, outs[0].ty.shape)):
             plan.views[id(outs[0])] = plan.view_of(ins[0]).compose("reshape", eqn.params,
                                                                     outs[0].ty)
             continue
@@ -311,6 +351,27 @@ def partition(graph) -> Plan:
         if name in ("concatenate", "pad") and _copies_ok(eqn):
             _plan_copies(plan, eqn, last_by_shape)
             continue
+        if name in emit_loops.ARG and _arg_ok(plan, eqn):
+            step = plan.new(ArgStep, eqn)
+            plan.add_preds(step, ins)
+            step.writes.append(outs[0])
+            plan.producer[id(outs[0])] = step
+            continue
+        if name == "scatter" and _scatter_ok(plan, eqn):
+            step = plan.new(ScatterStep, eqn)
+            plan.add_preds(step, ins)
+            step.writes.append(outs[0])
+            plan.producer[id(outs[0])] = step
+            continue
+        if eqn.prim.kind == "control":
+            subs = _control_subs(plan, eqn)
+            if subs is not None:
+                step = plan.new(ControlStep, eqn, subs)
+                plan.add_preds(step, ins)
+                for v in outs:
+                    step.writes.append(v)
+                    plan.producer[id(v)] = step
+                continue
         step = plan.new(FallbackStep, eqn)
         plan.add_preds(step, ins)
         for v in outs:
@@ -318,6 +379,21 @@ def partition(graph) -> Plan:
             plan.producer[id(v)] = step
     _finish(plan)
     return plan
+
+
+def _arg_ok(plan, eqn) -> bool:
+    from . import emit_arg
+    return emit_arg.can_lower_arg_any(plan, eqn)
+
+
+def _scatter_ok(plan, eqn) -> bool:
+    from . import emit_scatter
+    return emit_scatter.can_lower_scatter(plan, eqn)
+
+
+def _control_subs(plan, eqn):
+    from . import control
+    return control.plan_subgraphs(plan, eqn)
 
 
 def _scan_ok(eqn) -> bool:
@@ -385,7 +461,8 @@ def _finish(plan: Plan):
                     g = plan.member_of.get(id(a))
                     if g is not None and g is not step:
                         used_outside[id(a)] = a
-        elif isinstance(step, (MatmulStep, FallbackStep, ScanStep)):
+        elif isinstance(step, (MatmulStep, FallbackStep, ScanStep, ControlStep,
+                               ScatterStep, ArgStep)):
             for a in step.eqn.invars:
                 if id(a) in plan.member_of:
                     used_outside[id(a)] = a
@@ -405,6 +482,8 @@ def _finish(plan: Plan):
         g.stores.append((var, View.whole(var)))
         g.writes.append(var)
         plan.producer[vid] = g
+    from .rowfuse import fuse_rowwise
+    fuse_rowwise(plan)                       # X.T @ r(X @ a): one pass over X
     # graph outputs: store directly into the output buffer when the var is produced natively,
     # is contiguous and whole, and is not an input, constant or another output
     final_copies = []

@@ -6,7 +6,9 @@ code that calls it stays cacheable. Two ways to get the definition:
 
 - default: the kernel module only declares it; ``ensure_math_compiled()`` compiles the
   definitions in a separate math module, once per process and function name (all types and
-  widths together), and registers their addresses with ``jit.add_symbol`` (the notes measured
+  widths together; the object code is cached on disk as library code in
+  ``config.library_cache_dir``, so later processes load it in ~1 ms), and registers their
+  addresses with ``jit.add_symbol`` (the notes measured
   2-22x faster per-kernel compiles for 4-9% run time);
 - ``inline=True``: the body is emitted into the caller's module with internal linkage and
   ``alwaysinline`` (hot small kernels; readable ``inspect_asm``).
@@ -48,27 +50,36 @@ Implementations (accuracy and speed: tests/test_mathlib.py, bench/mathlib_bench.
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 
 import llvmlite.ir as ir
 
 from . import jit
 from . import mathlib_emit as em
-from . import mathlib_f32
-from .mathlib_trig import emit_cos, emit_sin
 
 F64 = ir.DoubleType()
 F32 = ir.FloatType()
 WIDTHS = (1, 2, 4, 8, 16)
 
 # numpy name -> f64 body emitter (f32 reuses it on extended lanes)
+# (bodies are looked up lazily: mathlib_trig / mathlib_f32 are imported only to build a module,
+# which a warm library cache never does)
 _OWN = {
-    "exp": em.emit_exp, "exp2": em.emit_exp2, "expm1": em.emit_expm1,
-    "log": em.emit_log, "log2": em.emit_log2, "log10": em.emit_log10, "log1p": em.emit_log1p,
-    "sin": emit_sin, "cos": emit_cos,
-    "tanh": em.emit_tanh, "sinh": em.emit_sinh, "cosh": em.emit_cosh,
-    "arcsinh": em.emit_arcsinh, "arccosh": em.emit_arccosh, "arctanh": em.emit_arctanh,
+    "exp": "emit_exp", "exp2": "emit_exp2", "expm1": "emit_expm1",
+    "log": "emit_log", "log2": "emit_log2", "log10": "emit_log10", "log1p": "emit_log1p",
+    "sin": "trig.emit_sin", "cos": "trig.emit_cos",
+    "tanh": "emit_tanh", "sinh": "emit_sinh", "cosh": "emit_cosh",
+    "arcsinh": "emit_arcsinh", "arccosh": "emit_arccosh", "arctanh": "emit_arctanh",
 }
+
+
+def _own_body(name):
+    attr = _OWN[name]
+    if attr.startswith("trig."):
+        from . import mathlib_trig
+        return getattr(mathlib_trig, attr[5:])
+    return getattr(em, attr)
 # numpy name -> (libm/libmvec base name, arity)
 _LIBM = {
     "tan": ("tan", 1), "arcsin": ("asin", 1), "arccos": ("acos", 1), "arctan": ("atan", 1),
@@ -155,13 +166,14 @@ def define_math(module: ir.Module, name: str, fty: ir.Type, width: int,
 
 
 def _emit_own(builder, name, fty, width, x):
+    from . import mathlib_f32
     if isinstance(fty, ir.FloatType) and name in mathlib_f32.EMITTERS:
         return mathlib_f32.EMITTERS[name](em.Emit(builder, F32, width), x)
     e = em.Emit(builder, em.F64, width)
     if isinstance(fty, ir.FloatType):
         e.lowp = True
-        return builder.fptrunc(_OWN[name](e, builder.fpext(x, e.vt)), x.type)
-    return _OWN[name](e, x)
+        return builder.fptrunc(_own_body(name)(e, builder.fpext(x, e.vt)), x.type)
+    return _own_body(name)(e, x)
 
 
 # ----------------------------------------------------------------------------- libmvec / libm
@@ -285,9 +297,23 @@ def ensure_math_compiled(names=None) -> None:
         missing = [n for n in wanted if n not in _compiled]
         if not missing:
             return
-        mod = build_math_module(missing)
-        jit.compile_ir(mod, opt=1)
-        for fn in mod.functions:
-            if not fn.is_declaration and fn.name.startswith("tj_math_"):
-                jit.add_symbol(fn.name, jit.function_address(fn.name))
+        for name in missing:
+            _compile_one(name)
         _compiled.update(missing)
+
+
+def _compile_one(name) -> None:
+    """One function name (both types, every width) as library code: object code cached in
+    ``config.library_cache_dir`` (``jit.compile_library``), compiled on a miss."""
+    here = os.path.dirname(__file__)
+    source = jit.source_key(*(os.path.join(here, f) for f in (
+        "mathlib.py", "mathlib_emit.py", "mathlib_f32.py", "mathlib_trig.py")))
+    if name in _LIBM:
+        mvec = _libmvec()              # registers the libmvec symbols the object calls
+        source += repr((mvec[:2], sorted(mvec[2]))) if mvec else "no-libmvec"
+    jit.compile_library(f"math-{name}", lambda: build_math_module((name,)), source, opt=1)
+    for fty in (F64, F32):
+        for width in WIDTHS:
+            sym = symbol_name(name, fty, width)
+            jit.add_symbol(sym, jit.function_address(sym))
+

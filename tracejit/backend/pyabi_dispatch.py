@@ -159,7 +159,12 @@ def _compiled_slots():
     global _slot_addresses
     with _lock:
         if _slot_addresses is None:
-            jit.compile_ir(_emit_type_module(), opt=2)
+            # library code: object cached on disk (config.library_cache_dir), keyed by the
+            # generating sources and the Python version (the slot functions bake in offsets)
+            import sys
+            jit.compile_library("dispatch", _emit_type_module,
+                                jit.source_key(sys.modules[__name__], pyabi) + sys.version,
+                                opt=2)
             _slot_addresses = {k: jit.function_address(f"tj_fd_{k}")
                                for k in ("call", "new", "clear", "traverse", "dealloc")}
         return _slot_addresses

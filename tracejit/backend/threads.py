@@ -22,7 +22,8 @@ Invariants and why:
   needs them and live until ``shutdown()`` (registered with ``atexit``, so they exit before the
   JIT memory goes away); after ``fork`` the child forgets them.
 
-The pool module is compiled once per process on first use and exported under the fixed name
+The pool module is library code: compiled on first use (its object code cached on disk in
+``config.library_cache_dir``, so later processes just load it) and exported under the fixed name
 ``tj_parallel_for`` (registered with ``jit.add_symbol``) so other JIT modules just declare it.
 """
 from __future__ import annotations
@@ -36,6 +37,7 @@ import time
 
 from llvmlite import ir
 
+from ..config import config, on_set
 from . import jit
 
 MAX_THREADS = 256
@@ -366,18 +368,15 @@ _num_threads = None
 
 
 def _default_threads() -> int:
-    env = os.environ.get("TRACEJIT_NUM_THREADS")
-    if env:
-        return int(env)
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
+    """``config.num_threads`` (the env var TRACEJIT_NUM_THREADS is read in config.py)."""
+    return config.num_threads
 
 
 def _compile_pool():
     global _pool, _num_threads
-    jit.compile_ir(_Emitter().build(), opt=2)
+    import sys
+    jit.compile_library("pool", lambda: _Emitter().build(), jit.source_key(sys.modules[__name__]),
+                        opt=2)
     addr = {name: jit.function_address(name) for name in (
         "tj_parallel_for", "tj_pool_shutdown", "tj_pool_after_fork", "tj_pool_set_nthreads",
         "tj_pool_set_spin_ticks", "tj_pool_set_yield_ticks", "tj_pool_cycles")}
@@ -431,7 +430,9 @@ def parallel_for(fn_address: int, ctx: int, n: int, grain: int = 1) -> None:
 
 
 def set_num_threads(n: int) -> None:
-    """Number of threads (caller included) a parallel_for may use; clamped to [1, 256]."""
+    """Number of threads (caller included) a parallel_for may use; clamped to [1, 256].
+    Assigning ``tracejit.config.num_threads`` calls this; the pool reads the value on every
+    parallel call, so already-compiled kernels follow it at once."""
     global _num_threads
     _num_threads = _clamp(n)
     if _pool is not None:
@@ -439,8 +440,11 @@ def set_num_threads(n: int) -> None:
 
 
 def get_num_threads() -> int:
-    """Current thread count (default: all usable cores, or ``TRACEJIT_NUM_THREADS``)."""
+    """Current thread count (default: ``config.num_threads``, i.e. all usable cores)."""
     return _num_threads or _clamp(_default_threads())
+
+
+on_set("num_threads", set_num_threads)
 
 
 def shutdown() -> bool:

@@ -1,0 +1,422 @@
+"""Run the benchmark workloads W1-W8 (+ pendulum) and write bench/results.md and a chart.
+
+    python bench/run.py [--quick] [--only W1,W4]
+
+NumPy is always measured; jax, numba and torch columns appear when they are importable. Every
+figure is min and median of several repeats in this one run, and ratios are against NumPy.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+# NumPy references run one thread like every other column: OpenBLAS with 2 threads on this
+# shared 2-core VM collapses (W3 NumPy measured 48 ms instead of ~1.4 ms) when the other core
+# is busy. Must be set before NumPy loads OpenBLAS.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, _ROOT)            # measure this checkout, not whatever tracejit is installed
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (_ROOT, os.environ.get("PYTHONPATH")) if p)      # also in fresh processes (W5)
+from harness import fresh_process, machine, peer, timeit  # noqa: E402
+
+import tracejit as tj  # noqa: E402
+
+ROWS = []        # (workload, case, impl, min_s, median_s)
+NOTES = []
+
+
+def record(workload, case, impl, fn, **kw):
+    try:
+        lo, med = timeit(fn, **kw)
+    except Exception as e:  # noqa: BLE001 - a failing peer is reported, not fatal
+        NOTES.append(f"{workload} {case} {impl}: failed ({type(e).__name__}: {str(e)[:120]})")
+        return
+    ROWS.append((workload, case, impl, lo, med))
+
+
+def with_threads(n, fn):
+    def run():
+        saved = tj.config.num_threads
+        tj.config.num_threads = n
+        try:
+            return fn()
+        finally:
+            tj.config.num_threads = saved
+    return run
+
+
+# W1 ------------------------------------------------------------------------------------------
+def expr(x, y):
+    return np.tanh(x) * np.exp(-0.5 * y * y) + x * y / (1 + x * x)
+
+
+def w1(quick):
+    jax, numba = peer("jax"), peer("numba")
+    for dt in (np.float64, np.float32):
+        n = 10 ** 6
+        x = np.random.default_rng(0).standard_normal(n).astype(dt)
+        y = np.random.default_rng(1).standard_normal(n).astype(dt)
+        case = f"fused expr n=1e6 {np.dtype(dt).name}"
+        record("W1", case, "numpy", lambda: expr(x, y))
+        f = tj.trace(expr)
+        f(x, y)
+        record("W1", case, "tracejit 1 thread", with_threads(1, lambda: f(x, y)))
+        record("W1", case, "tracejit 2 threads", with_threads(2, lambda: f(x, y)))
+        if jax is not None:
+            import jax.numpy as jnp
+            jf = jax.jit(lambda a, b: jnp.tanh(a) * jnp.exp(-0.5 * b * b) + a * b / (1 + a * a))
+            jx, jy = jax.device_put(x), jax.device_put(y)
+            jf(jx, jy).block_until_ready()
+            record("W1", case, "jax.jit", lambda: jf(jx, jy).block_until_ready())
+        if numba is not None:
+            nf = numba.njit(expr)
+            nf(x, y)
+            record("W1", case, "numba", lambda: nf(x, y))
+
+
+# W2 ------------------------------------------------------------------------------------------
+def w2(quick):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((10000, 100))
+    yv = np.sign(rng.standard_normal(10000))
+    w = rng.standard_normal(100) * 0.01
+
+    def loss(w, X, y):
+        return np.mean(np.log1p(np.exp(-y * (X @ w)))) + 1e-3 * np.sum(w * w)
+
+    def numpy_grad(w, X, y):
+        z = -y * (X @ w)
+        s = 1.0 / (1.0 + np.exp(-z))
+        return X.T @ (-y * s) / X.shape[0] + 2e-3 * w
+
+    case = "logistic grad X 10000x100 f64"
+    record("W2", case, "numpy (hand-written)", lambda: numpy_grad(w, X, yv))
+    g = tj.trace(tj.grad(loss))
+    g(w, X, yv)
+    record("W2", case, "tracejit 1 thread", with_threads(1, lambda: g(w, X, yv)))
+    jax = peer("jax")
+    if jax is not None:
+        import jax.numpy as jnp
+        jax.config.update("jax_enable_x64", True)
+        jg = jax.jit(jax.grad(lambda w, X, y: jnp.mean(jnp.log1p(jnp.exp(-y * (X @ w))))
+                              + 1e-3 * jnp.sum(w * w)))
+        args = [jax.device_put(a) for a in (w, X, yv)]
+        jg(*args).block_until_ready()
+        record("W2", case, "jax.jit(grad)", lambda: jg(*args).block_until_ready())
+
+
+# W3 ------------------------------------------------------------------------------------------
+def w3(quick):
+    rng = np.random.default_rng(0)
+    f32 = np.float32
+    params = {"W1": (rng.standard_normal((784, 512)) * 0.05).astype(f32),
+              "b1": np.zeros(512, f32),
+              "W2": (rng.standard_normal((512, 10)) * 0.05).astype(f32),
+              "b2": np.zeros(10, f32)}
+    x = rng.standard_normal((128, 784)).astype(f32)
+    labels = rng.integers(0, 10, 128)
+    onehot = np.eye(10, dtype=f32)[labels]
+
+    def loss(p, x, t):
+        h = np.tanh(x @ p["W1"] + p["b1"])
+        z = h @ p["W2"] + p["b2"]
+        z = z - np.max(z, axis=1, keepdims=True)
+        logp = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+        return -np.mean(np.sum(t * logp, axis=1))
+
+    def step(p, x, t):
+        value, g = tj.value_and_grad(loss)(p, x, t)
+        return value, {k: p[k] - f32(0.1) * g[k] for k in p}
+
+    def numpy_step(p, x, t):
+        a = x @ p["W1"] + p["b1"]
+        h = np.tanh(a)
+        z = h @ p["W2"] + p["b2"]
+        z = z - z.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        sm = e / e.sum(axis=1, keepdims=True)
+        value = -np.mean(np.sum(t * np.log(sm), axis=1))
+        dz = (sm - t) / x.shape[0]
+        gW2, gb2 = h.T @ dz, dz.sum(0)
+        da = (dz @ p["W2"].T) * (1 - h * h)
+        gW1, gb1 = x.T @ da, da.sum(0)
+        g = {"W1": gW1, "b1": gb1, "W2": gW2, "b2": gb2}
+        return value, {k: p[k] - f32(0.1) * g[k] for k in p}
+
+    case = "MLP step f32 128x784x512x10"
+    record("W3", case, "numpy (hand-written)", lambda: numpy_step(params, x, onehot))
+    s = tj.trace(step)
+    s(params, x, onehot)
+    record("W3", case, "tracejit 1 thread", with_threads(1, lambda: s(params, x, onehot)))
+
+
+# W4 ------------------------------------------------------------------------------------------
+def w4(quick):
+    x1, y1 = np.random.default_rng(0).random(1), np.random.default_rng(1).random(1)
+    f = tj.trace(lambda x, y: x * y + 1)
+    f(x1, y1)
+    f(1.5, 2.5)
+    record("W4", "cached call f64[1] arrays", "numpy", lambda: x1 * y1 + 1)
+    record("W4", "cached call f64[1] arrays", "tracejit", lambda: f(x1, y1))
+    record("W4", "cached call Python floats", "python", lambda: 1.5 * 2.5 + 1)
+    record("W4", "cached call Python floats", "tracejit", lambda: f(1.5, 2.5))
+    numba, jax = peer("numba"), peer("jax")
+    if numba is not None:
+        nf = numba.njit(lambda x, y: x * y + 1)
+        nf(x1, y1), nf(1.5, 2.5)
+        record("W4", "cached call f64[1] arrays", "numba", lambda: nf(x1, y1))
+        record("W4", "cached call Python floats", "numba", lambda: nf(1.5, 2.5))
+    if jax is not None:
+        jf = jax.jit(lambda x, y: x * y + 1)
+        jf(x1, y1).block_until_ready()
+        record("W4", "cached call f64[1] arrays", "jax.jit", lambda: jf(x1, y1).block_until_ready())
+
+
+# W5 ------------------------------------------------------------------------------------------
+W5_SRC = """
+import time
+t0 = time.perf_counter()
+import numpy as np
+import tracejit as tj
+def g(x):
+    for _ in range(50):
+        x = x - 0.1 * np.sin(x) * np.cos(x) + 0.01 * x * x
+    return np.sum(x)
+x = np.linspace(0, 1, 1000)
+t1 = time.perf_counter()
+f = {wrap}
+f(x)
+print(time.perf_counter() - {start})
+"""
+
+
+def w5(quick):
+    rep = 2 if quick else 3
+    # Measure an installed package: byte-code compiled (pip does this at install time). The
+    # fresh processes run with PYTHONDONTWRITEBYTECODE=1, so without this every run would
+    # compile all of tracejit's sources (~60 ms) and the import row would measure that instead.
+    import compileall
+    compileall.compile_dir(os.path.dirname(tj.__file__), quiet=1)
+    for case, wrap, start in (("first call 50-step, n=1000", "tj.trace(g)", "t1"),
+                              ("first call of its grad", "tj.trace(tj.grad(g))", "t1"),
+                              ("import tracejit", "(lambda x: None)", "t0")):
+        try:
+            lo, med = fresh_process(W5_SRC.format(wrap=wrap, start=start), repeat=rep)
+            ROWS.append(("W5", case, "tracejit", lo, med))
+        except Exception as e:  # noqa: BLE001
+            NOTES.append(f"W5 {case}: failed ({str(e)[-200:]})")
+
+
+# W6 ------------------------------------------------------------------------------------------
+def rosen(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+
+def w6(quick):
+    x = np.random.default_rng(0).random(100)
+    v = np.random.default_rng(1).random(100)
+    h = tj.trace(tj.hessian(rosen))
+    h(x)
+    record("W6", "Rosenbrock n=100 dense Hessian", "tracejit", lambda: h(x))
+    hvp = tj.trace(lambda x, v: tj.jvp(tj.grad(rosen), (x,), (v,))[1])
+    hvp(x, v)
+    record("W6", "Rosenbrock n=100 HVP", "tracejit", lambda: hvp(x, v))
+    jax = peer("jax")
+    if jax is not None:
+        import jax.numpy as jnp
+        jax.config.update("jax_enable_x64", True)
+        jr = lambda x: jnp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)  # noqa
+        jh = jax.jit(jax.hessian(jr))
+        jhv = jax.jit(lambda x, v: jax.jvp(jax.grad(jr), (x,), (v,))[1])
+        jx, jv = jax.device_put(x), jax.device_put(v)
+        jh(jx).block_until_ready(), jhv(jx, jv).block_until_ready()
+        record("W6", "Rosenbrock n=100 dense Hessian", "jax.jit",
+               lambda: jh(jx).block_until_ready())
+        record("W6", "Rosenbrock n=100 HVP", "jax.jit", lambda: jhv(jx, jv).block_until_ready())
+
+
+# W7 ------------------------------------------------------------------------------------------
+def w7(quick):
+    n = 10 ** 6
+    x = np.random.default_rng(0).standard_normal(n)
+    y = np.random.default_rng(1).standard_normal(n)
+
+    def loss(x, y):
+        return np.sum(np.tanh(x) * np.exp(-0.5 * y * y) + x * y / (1 + x * x))
+
+    f = tj.trace(loss)
+    g = tj.trace(tj.grad(loss, argnums=(0, 1)))
+    f(x, y), g(x, y)
+    record("W7", "loss n=1e6 f64", "tracejit 1 thread", with_threads(1, lambda: f(x, y)))
+    record("W7", "grad n=1e6 f64", "tracejit 1 thread", with_threads(1, lambda: g(x, y)))
+    record("W7", "loss n=1e6 f64", "numpy", lambda: loss(x, y))
+
+
+# W8 ------------------------------------------------------------------------------------------
+def w8(quick):
+    rng = np.random.default_rng(0)
+    for dt in (np.float64, np.float32):
+        for (m, k, n) in ((512, 512, 512), (128, 784, 512)):
+            a = rng.standard_normal((m, k)).astype(dt)
+            b = rng.standard_normal((k, n)).astype(dt)
+            case = f"matmul {m}x{k}x{n} {np.dtype(dt).name}"
+            record("W8", case, "numpy", lambda: a @ b)
+            f = tj.trace(lambda a, b: a @ b)
+            f(a, b)
+            record("W8", case, "tracejit 1 thread", with_threads(1, lambda: f(a, b)))
+            record("W8", case, "tracejit 2 threads", with_threads(2, lambda: f(a, b)))
+
+
+# W9 ------------------------------------------------------------------------------------------
+PEND_N, PEND_STEPS, PEND_DT, PEND_GL = 1000, 1000, 0.01, 9.81
+
+
+def pendulum_final(theta0, omega0, damping, checkpoint_every=None):
+    def step(state, _):
+        theta, omega = state
+        return (theta + PEND_DT * omega,
+                omega - PEND_DT * (PEND_GL * np.sin(theta) + damping * omega)), None
+    (theta, _), _ = tj.scan(step, (theta0, omega0), None, length=PEND_STEPS,
+                            checkpoint_every=checkpoint_every)
+    return np.sum(theta)
+
+
+def pendulum_numpy(theta, omega, damping):
+    for _ in range(PEND_STEPS):
+        theta, omega = (theta + PEND_DT * omega,
+                        omega - PEND_DT * (PEND_GL * np.sin(theta) + damping * omega))
+    return np.sum(theta)
+
+
+def pendulum_numpy_grad(theta0, omega0, damping):
+    """Hand-written reverse mode: store every state, then walk back."""
+    thetas, omegas = [theta0], [omega0]
+    theta, omega = theta0, omega0
+    for _ in range(PEND_STEPS):
+        theta, omega = (theta + PEND_DT * omega,
+                        omega - PEND_DT * (PEND_GL * np.sin(theta) + damping * omega))
+        thetas.append(theta)
+        omegas.append(omega)
+    t_bar, o_bar, d_bar = np.ones_like(theta0), np.zeros_like(omega0), 0.0
+    for k in range(PEND_STEPS - 1, -1, -1):
+        th, om = thetas[k], omegas[k]
+        d_bar -= PEND_DT * np.dot(o_bar, om)
+        t_bar, o_bar = (t_bar - PEND_DT * PEND_GL * np.cos(th) * o_bar,
+                        PEND_DT * t_bar + (1 - PEND_DT * damping) * o_bar)
+    return t_bar, o_bar, d_bar
+
+
+def w9(quick):
+    rng = np.random.default_rng(0)
+    th, om = rng.uniform(-1.0, 1.0, PEND_N), rng.uniform(-0.5, 0.5, PEND_N)
+    case_f = f"pendulum fwd {PEND_N}x{PEND_STEPS} steps f64"
+    case_g = f"pendulum grad {PEND_N}x{PEND_STEPS} steps f64"
+    record("W9", case_f, "numpy loop", lambda: pendulum_numpy(th, om, 0.3), repeat=3)
+    f = tj.trace(pendulum_final)
+    f(th, om, 0.3)
+    record("W9", case_f, "tracejit 1 thread", with_threads(1, lambda: f(th, om, 0.3)))
+    record("W9", case_g, "numpy loop (hand-written reverse)",
+           lambda: pendulum_numpy_grad(th, om, 0.3), repeat=3)
+    argnums = (0, 1, 2)
+    g = tj.trace(tj.grad(pendulum_final, argnums=argnums))
+    gc = tj.trace(tj.grad(lambda a, b, c: pendulum_final(a, b, c, "sqrt"), argnums=argnums))
+    g(th, om, 0.3), gc(th, om, 0.3)
+    record("W9", case_g, "tracejit 1 thread", with_threads(1, lambda: g(th, om, 0.3)))
+    record("W9", case_g, "tracejit 1 thread, checkpoint_every='sqrt'",
+           with_threads(1, lambda: gc(th, om, 0.3)))
+    for label, fn in (("plain", g), ("checkpoint_every='sqrt'", gc)):
+        mem = fn.memory_analysis(th, om, 0.3)
+        NOTES.append(f"W9 {case_g} residual/temporary bytes, {label}: arena "
+                     f"{mem['temp_bytes']:,} + loop scratch {mem['loop_scratch_bytes']:,}")
+
+
+WORKLOADS = {"W1": w1, "W2": w2, "W3": w3, "W4": w4, "W5": w5, "W6": w6, "W7": w7, "W8": w8,
+             "W9": w9}
+
+
+def write_results(path):
+    lines = ["# Benchmark results", "", f"Machine: {machine()}", "",
+             f"Run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Times are min / median "
+             f"over repeats in one run; the ratio is the reference time (NumPy or plain Python; "
+             f"for W5 none) divided by this implementation's min time (> 1 means faster).", ""]
+    by_case = {}
+    for w, case, impl, lo, med in ROWS:
+        by_case.setdefault((w, case), []).append((impl, lo, med))
+    lines += ["| workload | case | implementation | min | median | speed-up vs reference |",
+              "|---|---|---|---:|---:|---:|"]
+    for (w, case), impls in by_case.items():
+        ref = next((lo for impl, lo, _ in impls if impl.startswith(("numpy", "python"))), None)
+        for impl, lo, med in impls:
+            ratio = f"{ref / lo:.2f}x" if ref else "-"
+            lines.append(f"| {w} | {case} | {impl} | {_fmt(lo)} | {_fmt(med)} | {ratio} |")
+    if NOTES:
+        lines += ["", "Notes:", ""] + [f"- {n}" for n in NOTES]
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return by_case
+
+
+def _fmt(s):
+    if s >= 1e-3:
+        return f"{s * 1e3:.3f} ms"
+    if s >= 1e-6:
+        return f"{s * 1e6:.2f} µs"
+    return f"{s * 1e9:.0f} ns"
+
+
+def chart(by_case, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except Exception:  # noqa: BLE001 - the chart is optional
+        return False
+    labels, values = [], []
+    for (w, case), impls in by_case.items():
+        ref = next((lo for impl, lo, _ in impls if impl.startswith(("numpy", "python"))), None)
+        if not ref:
+            continue
+        for impl, lo, _ in impls:
+            if not impl.startswith(("numpy", "python")):
+                labels.append(f"{w} {case}\n{impl}")
+                values.append(ref / lo)
+    fig, ax = plt.subplots(figsize=(9, 0.35 * len(labels) + 1))
+    ax.barh(range(len(values)), values, color=["C0" if "tracejit" in l else "C7" for l in labels])
+    ax.set_yticks(range(len(values)), labels, fontsize=6)
+    ax.axvline(1.0, color="k", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel("speed-up vs NumPy / Python (log scale, > 1 is faster)")
+    ax.invert_yaxis()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return True
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", default="")
+    args = ap.parse_args()
+    names = [n for n in WORKLOADS if not args.only or n in args.only.split(",")]
+    for name in names:
+        t0 = time.time()
+        try:
+            WORKLOADS[name](args.quick)
+        except Exception as e:  # noqa: BLE001 - report and continue with the others
+            NOTES.append(f"{name}: failed ({type(e).__name__}: {str(e)[:200]})")
+        print(f"{name} done in {time.time() - t0:.1f}s", file=sys.stderr)
+    here = os.path.dirname(__file__)
+    by_case = write_results(os.path.join(here, "results.md"))
+    chart(by_case, os.path.join(here, "results.png"))
+    print(open(os.path.join(here, "results.md")).read())
+
+
+if __name__ == "__main__":
+    main()
