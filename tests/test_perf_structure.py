@@ -212,3 +212,109 @@ def test_transposed_product_is_the_swapped_product():
     mm = [s for s in exe.plan.steps if isinstance(s, fuse.MatmulStep)]
     assert len(mm) == 1 and mm[0].out.ty.shape == (5, 7)
     np.testing.assert_allclose(exe([a, b, c])[0], _interpret(f, a, b, c), rtol=1e-13)
+
+
+def _mlp_step(W1, b1, W2, b2, x, t):
+    def loss(W1, b1, W2, b2):
+        h = np.tanh(x @ W1 + b1)
+        z = h @ W2 + b2
+        z = z - np.max(z, axis=1, keepdims=True)
+        logp = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+        return -np.mean(np.sum(t * logp, axis=1))
+    value, g = tj.value_and_grad(loss, argnums=(0, 1, 2, 3))(W1, b1, W2, b2)
+    lr = np.float32(0.1)
+    return (value, W1 - lr * g[0], b1 - lr * g[1], W2 - lr * g[2], b2 - lr * g[3])
+
+
+def test_mlp_step_updates_weights_in_the_matmul_epilogue():
+    rng = np.random.default_rng(0)
+    f32 = np.float32
+    W1 = (rng.standard_normal((40, 24)) * 0.1).astype(f32)
+    b1 = np.zeros(24, f32)
+    W2 = (rng.standard_normal((24, 5)) * 0.1).astype(f32)
+    b2 = np.zeros(5, f32)
+    x = rng.standard_normal((16, 40)).astype(f32)
+    t = np.eye(5, dtype=f32)[rng.integers(0, 5, 16)]
+    args = (W1, b1, W2, b2, x, t)
+    exe = _plan_of(_mlp_step, *args)
+    loops = [s for s in exe.plan.steps if isinstance(s, fuse.LoopGroup)]
+    assert not [s for s in loops if s.shape in ((40, 24), (24, 5))]   # no separate update pass
+    epis = [s for s in exe.plan.steps if isinstance(s, fuse.MatmulStep) and s.epilogue]
+    assert {s.epilogue.result.ty.shape for s in epis} >= {(40, 24), (24, 5)}
+    assert "epilogue" in exe.describe()
+    got = exe(list(args))
+    saved = tj.config.backend
+    tj.config.backend = "interpret"
+    try:
+        want = tj.trace(_mlp_step)(*args)
+    finally:
+        tj.config.backend = saved
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype, m, k, n", [(np.float64, 7, 5, 19), (np.float32, 37, 9, 33),
+                                            (np.float64, 300, 200, 70), (np.float32, 13, 8, 1)])
+def test_matmul_epilogue_operands(dtype, m, k, n):
+    """Bias row, per-row column, full matrix and scalar operands; column tails, the
+    parallel-rows kernel (300x200x70) and the matrix-vector path (n = 1)."""
+    rng = np.random.default_rng(1)
+    A = rng.standard_normal((m, k)).astype(dtype)
+    B = rng.standard_normal((k, n)).astype(dtype)
+    bias = rng.standard_normal(n).astype(dtype)
+    col = rng.standard_normal((m, 1)).astype(dtype)
+    C = rng.standard_normal((m, n)).astype(dtype)
+    s = np.asarray(0.5, dtype)
+
+    def f(A, B, bias, col, C, s):
+        return np.tanh(A @ B + bias) * col - s * C
+
+    args = (A, B, bias, col, C, s)
+    exe = _plan_of(f, *args)
+    assert [type(s) for s in exe.plan.steps] == [fuse.MatmulStep]
+    got = exe(list(args))[0]
+    want = np.tanh(A @ B + bias) * col - s * C
+    tol = 1e-12 if dtype == np.float64 else 1e-5
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+def test_no_epilogue_when_the_product_is_read_twice():
+    rng = np.random.default_rng(2)
+    A, B = rng.standard_normal((6, 4)), rng.standard_normal((4, 5))
+
+    def f(A, B):
+        p = A @ B
+        return p + 1.0, np.sum(p)
+
+    exe = _plan_of(f, A, B)
+    assert not [s for s in exe.plan.steps if isinstance(s, fuse.MatmulStep) and s.epilogue]
+    got = exe([A, B])
+    np.testing.assert_allclose(got[0], A @ B + 1.0)
+    np.testing.assert_allclose(got[1], np.sum(A @ B))
+
+
+def _tanh_layer(x):
+    def loss(W):
+        h = np.tanh(x @ W)
+        return np.sum(h * h)
+    return loss
+
+
+def test_cheap_residuals_are_recomputed(monkeypatch):
+    """``1 - h**2`` (tanh's derivative) is recomputed from h, which the backward pass keeps
+    anyway: one [8, 12] residual instead of two; gradients bit-identical to storing it."""
+    import tracejit.ad as ad_mod
+    from tracejit.transforms import partial_eval as pe
+    rng = np.random.default_rng(3)
+    W = rng.standard_normal((20, 12)).astype(np.float32)
+    x = rng.standard_normal((8, 20)).astype(np.float32)
+    assert tj.residual_bytes(_tanh_layer(x), W) == 8 * 12 * 4
+    got = tj.grad(_tanh_layer(x))(W)
+    got_i = _interpret(tj.grad(_tanh_layer(x)), W)
+    monkeypatch.setattr(ad_mod, "partial_eval",
+                        lambda *a, recompute=True: pe.partial_eval(*a, recompute=False))
+    assert tj.residual_bytes(_tanh_layer(x), W) == 2 * 8 * 12 * 4
+    want = tj.grad(_tanh_layer(x))(W)
+    want_i = _interpret(tj.grad(_tanh_layer(x)), W)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got_i, want_i)

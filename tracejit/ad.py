@@ -105,7 +105,7 @@ class _Staged:
             jg, _ = jvp_graph(self.graph, self.diff)
             n_args = len(self.graph.invars)
             fwd, lin, n_res = partial_eval(simplify(jg, inline=False), n_args,
-                                           len(self.graph.outvars))
+                                           len(self.graph.outvars), recompute=True)
             self._lin = simplify(fwd), lin, n_res
         return self._lin
 

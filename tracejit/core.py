@@ -184,6 +184,9 @@ class Builder:
         self.captured_vars: list[Var] = []
         self._capture_index: dict[int, Var] = {}
         self.finished = False
+        # source of the equations being added, when a transform knows it (a rule's equations
+        # carry the source of the equation they derive from): saves a stack walk per equation
+        self.source: str | None = None
 
     def new_input(self, ty: Type) -> Tracer:
         v = Var(ty)
@@ -240,7 +243,8 @@ class Builder:
         atoms = [self.atom(a) for a in args]
         out_types = prim.abstract_eval([a.ty for a in atoms], **params)
         outvars = [Var(t) for t in out_types]
-        self.eqns.append(Eqn(prim, tuple(atoms), tuple(outvars), params, user_location()))
+        src = self.source if self.source is not None else user_location()
+        self.eqns.append(Eqn(prim, tuple(atoms), tuple(outvars), params, src))
         return [Tracer(self, v) for v in outvars]
 
     def finish(self, outs) -> Graph:

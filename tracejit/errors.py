@@ -30,12 +30,22 @@ def _is_internal(filename: str) -> bool:
     return known
 
 
+_internal_code: dict = {}  # code object -> bool: one dict probe per frame on the hot path
+
+
 def user_location() -> str | None:
     """'file.py:12' of the innermost frame outside tracejit and numpy, or None."""
     frame = sys._getframe(1)
+    cache = _internal_code
     while frame is not None:
-        if not _is_internal(frame.f_code.co_filename):
-            return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+        code = frame.f_code
+        internal = cache.get(code)
+        if internal is None:
+            if len(cache) > 4096:            # code made by exec/compile must not pile up
+                cache.clear()
+            internal = cache[code] = _is_internal(code.co_filename)
+        if not internal:
+            return f"{os.path.basename(code.co_filename)}:{frame.f_lineno}"
         frame = frame.f_back
     return None
 

@@ -39,9 +39,17 @@ class _Subst:
 
 
 def _rebuild(graph, eqns, subst) -> Graph:
-    new_eqns = [Eqn(e.prim, tuple(subst(a) for a in e.invars), e.outvars, e.params, e.source)
-                for e in eqns]
-    return graph.replace(eqns=new_eqns, outvars=tuple(subst(a) for a in graph.outvars))
+    if not subst.map:
+        return graph.replace(eqns=eqns)
+    return graph.replace(eqns=[_with_ins(e, tuple(subst(a) for a in e.invars)) for e in eqns],
+                         outvars=tuple(subst(a) for a in graph.outvars))
+
+
+def _with_ins(eqn, ins) -> Eqn:
+    """``eqn`` with operands ``ins`` (the same object when nothing changed)."""
+    if all(a is b for a, b in zip(ins, eqn.invars)):
+        return eqn
+    return Eqn(eqn.prim, ins, eqn.outvars, eqn.params, eqn.source)
 
 
 def dce(graph: Graph) -> Graph:
@@ -89,7 +97,7 @@ def cse(graph: Graph) -> Graph:
             for old, new in zip(eqn.outvars, prev.outvars):
                 subst.set(old, new)
             continue
-        new_eqn = Eqn(eqn.prim, ins, eqn.outvars, eqn.params, eqn.source)
+        new_eqn = _with_ins(eqn, ins)
         seen[key] = new_eqn
         kept.append(new_eqn)
     return _rebuild(graph, kept, subst)
@@ -133,7 +141,7 @@ def simplify_identities(graph: Graph) -> Graph:
             if np.size(v) and np.asarray(v).dtype.kind in "fc" and np.all(np.asarray(v) == 1)}
     for eqn in graph.eqns:
         ins = tuple(subst(a) for a in eqn.invars)
-        eqn = Eqn(eqn.prim, ins, eqn.outvars, eqn.params, eqn.source)
+        eqn = _with_ins(eqn, ins)
         out = eqn.outvars[0] if eqn.outvars else None
         replacement = _identity(eqn, ins, out, producer)
         if replacement is None and eqn.prim is ew.mul_p:
@@ -241,8 +249,12 @@ def inline_calls(graph: Graph) -> Graph:
                        constvals=tuple(v for _, v in consts))
 
 
-PIPELINE = (("inline", inline_calls), ("identities", simplify_identities),
-            ("fold", fold_constants), ("cse", cse), ("dce", dce))
+PIPELINE = (("inline", inline_calls), ("fold", fold_constants),
+            ("identities", simplify_identities), ("cse", cse), ("dce", dce))
+# Only these passes can expose work for another round: in this order, cse (a forward walk with
+# substitution, complete in one pass) and dce never create a literal operand, an identity or a
+# duplicate that an earlier pass of the round would have needed.
+_ENABLING = ("inline", "fold", "identities")
 
 
 def run_pass(name, fn, graph: Graph) -> Graph:
@@ -272,17 +284,20 @@ def _simplify_subgraphs(graph: Graph, inline: bool = True) -> Graph:
 
 
 def simplify(graph: Graph, inline: bool = True) -> Graph:
-    """Run the simplification pipeline to a fixed point (at most 4 rounds).
+    """Run the simplification pipeline to a fixed point (at most 4 rounds); a round is repeated
+    only when one of the ``_ENABLING`` passes removed equations (see there).
 
     ``inline=False`` keeps call primitives (checkpoint regions, custom rules) as they are: AD
     simplifies a JVP graph that way before partial evaluation, which needs the regions."""
     graph = _simplify_subgraphs(graph, inline)
     for _ in range(4):
-        before = len(graph.eqns)
+        again = False
         for name, fn in PIPELINE:
             if name == "inline" and not inline:
                 continue
+            before = len(graph.eqns)
             graph = run_pass(name, fn, graph)
-        if len(graph.eqns) == before:
+            again |= name in _ENABLING and len(graph.eqns) != before
+        if not again:
             break
     return graph

@@ -50,6 +50,9 @@ def _reads(plan, step):
         for e in (*step.eqns, *step.sinks):
             atoms.extend(e.invars)
         atoms.extend(a for a, _ in step.stores)
+    elif isinstance(step, MatmulStep):
+        from .epilogue import read_atoms
+        atoms.extend(read_atoms(step))           # epilogue leaves are read too
     else:
         atoms.extend(step.eqn.invars)
     bases = []

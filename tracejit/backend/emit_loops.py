@@ -5,9 +5,11 @@ Layout of the generated code:
   when every memory access (leaf loads, stores, reduction outputs) stays affine across them;
 - dims 0..k-2 are scalar loops; the innermost dim is explicit vector code of ``VL`` lanes
   (``VL = vector bytes / widest itemsize in the group``, max 16), interleaved ``U`` times in
-  program order (each equation emitted for u = 0..U-1 before the next), then a tail of single
-  vectors under a lane mask (``llvm.masked.load/store``; strided operands use masked
-  gather/scatter). The range [start, end) is over collapsed dim 0 (the only dim when k == 1);
+  program order (each equation emitted for u = 0..U-1 before the next). The body is emitted
+  once: when the inner extent is not a multiple of ``U*VL`` every vector runs under its lane
+  mask (``llvm.masked.load/store``; strided operands use masked gather/scatter), so the last
+  step covers the tail. The range [start, end) is over collapsed dim 0 (the only dim when k == 1)
+  and, when k == 1, starts at a multiple of the grain ``U*VL``;
 - loads of operands whose innermost stride is 0 are hoisted out of the inner loop and splat.
 
 Reductions (sinks), per output element:
@@ -346,15 +348,22 @@ class _Emitter(MemoryOps):
             return
         self._inner_setup(offs)
         step = self.vl * self.unroll
-        span = b.sub(hi, lo)
-        main_end = b.add(lo, b.mul(b.sdiv(span, _i64(step)), _i64(step)))
-        _for(b, lo, main_end, _i64(step), lambda i: self._body(self.unroll, i, None, offs), "i")
-
-        def tail(i):
-            lanes = ir.Constant(ir.VectorType(I64, self.vl), list(range(self.vl)))
-            mask = b.icmp_signed("<", b.add(self._splat(i), lanes), self._splat(hi))
-            self._body(1, i, mask, offs)
-        _for(b, main_end, hi, _i64(self.vl), tail, "t")
+        if ext[-1] % step == 0:
+            # every call range covers whole steps: [start, end) splits at multiples of the grain
+            _for(b, lo, hi, _i64(step), lambda i: self._body(self.unroll, i, None, offs), "i")
+        else:
+            # One copy of the body, every vector under its lane mask: a second (tail) copy doubled
+            # emission, printing and codegen time of long chains. Masked AVX-512 loads and stores
+            # cost about as much as plain ones; a vector wholly past the end does nothing.
+            def masked(i):
+                lanes = [ir.Constant(ir.VectorType(I64, self.vl),
+                                     [u * self.vl + j for j in range(self.vl)])
+                         for u in range(self.unroll)]
+                end = self._splat(hi)
+                at = self._splat(i)
+                masks = [b.icmp_signed("<", b.add(at, lane), end) for lane in lanes]
+                self._body(self.unroll, i, masks, offs)
+            _for(b, lo, hi, _i64(step), masked, "i")
         self._inner_finish(offs)
 
     # inner loop pieces -----------------------------------------------------------------------------
@@ -434,8 +443,11 @@ class _Emitter(MemoryOps):
             return self.cx.const(t, -0.0), self.cx.const(t, -0.0)
         return self.cx.const(reg_type(dt), _identity(prim, dt))
 
-    def _body(self, nu, i, mask, offs):
+    def _body(self, nu, i, masks, offs):
+        """``nu`` interleaved vectors at inner index ``i``; ``masks``: one lane mask per vector
+        (None: all lanes active)."""
         b, cx = self.b, self.cx
+        mask = masks or [None] * nu
         accesses = self.all_accesses()
         env = {}
         for key, a in self.leaves.items():
@@ -443,7 +455,7 @@ class _Emitter(MemoryOps):
                 env[key] = [self.hoisted[key]] * nu
             else:
                 off = offs[accesses.index(a)]
-                env[key] = [self._vec_load(a, off, b.add(i, _i64(u * self.vl)), mask)
+                env[key] = [self._vec_load(a, off, b.add(i, _i64(u * self.vl)), mask[u])
                             for u in range(nu)]
 
         def val(atom, u):
@@ -455,7 +467,7 @@ class _Emitter(MemoryOps):
 
         for e in self.group.eqns:
             if e.prim.name == "take":
-                env[id(e.outvars[0])] = [self._gather(e, u, i, mask, offs, val, env)
+                env[id(e.outvars[0])] = [self._gather(e, u, i, mask[u], offs, val, env)
                                          for u in range(nu)]
                 continue
             outs = [ops.emit(cx, e, [val(a, u) for a in e.invars]) for u in range(nu)]
@@ -467,12 +479,12 @@ class _Emitter(MemoryOps):
         for atom, a in self.stores:
             off = offs[accesses.index(a)]
             for u in range(nu):
-                self._vec_store(a, off, b.add(i, _i64(u * self.vl)), val(atom, u), mask)
+                self._vec_store(a, off, b.add(i, _i64(u * self.vl)), val(atom, u), mask[u])
         for n, (e, a, _) in enumerate(self.sinks):
             if e.prim.name in ARG:
                 for u in range(nu):
                     self._arg_step(e, self.accs[n][u], val(e.invars[0], u),
-                                   b.add(i, _i64(u * self.vl)), mask)
+                                   b.add(i, _i64(u * self.vl)), mask[u])
                 continue
             comb = _combine(e.prim.name)
             odt = e.outvars[0].ty.dtype
@@ -484,16 +496,16 @@ class _Emitter(MemoryOps):
                     v = val(e.invars[0], u)
                     if adt != odt:
                         v = b.fpext(v, cx.ty(reg_type(adt)))
-                    if mask is not None:
-                        v = _map(lambda x, y: b.select(mask, x, y), v, ident)
+                    if mask[u] is not None:
+                        v = _map(lambda x, y: b.select(mask[u], x, y), v, ident)
                     slot = self.accs[n][u]
                     new = comb(cx, e, _map(lambda p: b.load(p), slot), v)
                     _map(lambda x, p: b.store(x, p), new, slot)
             else:
                 for u in range(nu):
                     iu = b.add(i, _i64(u * self.vl))
-                    old = self._vec_load(a, off, iu, mask)
-                    self._vec_store(a, off, iu, comb(cx, e, old, val(e.invars[0], u)), mask)
+                    old = self._vec_load(a, off, iu, mask[u])
+                    self._vec_store(a, off, iu, comb(cx, e, old, val(e.invars[0], u)), mask[u])
 
 
 def emit_group(module, name, group, plan, slot_of, namer=None, err_slot=0) -> GroupCode:

@@ -276,29 +276,38 @@ class SegmentEmitter:
 
     def _matmul(self, b, slots, step):
         from . import matmul
+        from .epilogue import emitter
         dt, M, K, N, a_st, b_st, batch, a_bs, b_bs = matmul_layout(self.plan, step.eqn)
         self.has_matmul = True
         name = self._name("mm")
-        ptrs = [self._slot_ptr(b, slots, v) for v in (step.lhs, step.rhs,
-                                                      self.plan.view_of(step.out))]
+        epi = step.epilogue
+        out = step.out if epi is None else epi.result
+        ptrs = [self._slot_ptr(b, slots, v) for v in (step.lhs, step.rhs, self.plan.view_of(out))]
+        extra = [] if epi is None else [self._slot_ptr(b, slots, v) for _, v in epi.leaves]
+        desc = () if epi is None else (epi.describe(self.namer or (lambda v: "")),)
         rows = matmul.tile_shape(dt, M, N)[0]
         if batch == 1 and 2 * M * K * N >= MATMUL_PARALLEL_FLOPS and M >= 2 * rows:
             from . import threads
+            hook = None if epi is None else emitter(epi, dt, 5)
             kern = matmul.emit_matmul_rows(self.module, name, dt, M, K, N, a_strides=a_st,
-                                           b_strides=b_st)
-            chunk = matmul.emit_rows_chunk(self.module, name + "_chunk", kern)
-            ctx = b.alloca(PTR, size=_i64(3))
-            for k, p in enumerate(ptrs):
+                                           b_strides=b_st, epilogue=hook,
+                                           extra_args=[PTR] * len(extra))
+            chunk = matmul.emit_rows_chunk(self.module, name + "_chunk", kern, len(extra))
+            ctx = b.alloca(PTR, size=_i64(3 + len(extra)))
+            for k, p in enumerate(ptrs + extra):
                 b.store(p, b.gep(ctx, [_i64(k)], source_etype=PTR))
             b.call(threads.declare_parallel_for(self.module), [chunk, ctx, _i64(M), _i64(rows)])
-            self.codes[id(step)] = (M, K, N, batch, "parallel rows")
+            self.codes[id(step)] = (M, K, N, batch, "parallel rows", *desc)
             return
-        kern = matmul.emit_matmul(self.module, name, dt, M, K, N, a_strides=a_st, b_strides=b_st)
+        hook = None if epi is None else emitter(epi, dt, 3)
+        kern = matmul.emit_matmul(self.module, name, dt, M, K, N, a_strides=a_st, b_strides=b_st,
+                                  epilogue=hook, extra_args=[PTR] * len(extra))
         if batch != 1 or a_bs or b_bs:
+            assert epi is None, "epilogues are planned for unbatched products only"
             kern = matmul.emit_batched(self.module, name + "_b", kern, dt, batch, a_bs, b_bs,
                                        M * N)
-        self.codes[id(step)] = (M, K, N, batch)
-        b.call(kern, ptrs)
+        self.codes[id(step)] = (M, K, N, batch, *desc)
+        b.call(kern, ptrs + extra)
 
 
 def emit_kernel(module, name, seg_fn, nslots, sources, arena_bytes, consts) -> ir.Function:

@@ -145,6 +145,7 @@ class MatmulStep(Step):
     def __init__(self, index, eqn, lhs, rhs, out):
         super().__init__(index)
         self.eqn, self.lhs, self.rhs, self.out = eqn, lhs, rhs, out
+        self.epilogue = None            # epilogue.Epilogue: a consumer loop run in the kernel
 
 
 class ScanStep(Step):
@@ -484,6 +485,8 @@ def _finish(plan: Plan):
         plan.producer[vid] = g
     from .rowfuse import fuse_rowwise
     fuse_rowwise(plan)                       # X.T @ r(X @ a): one pass over X
+    from .epilogue import fuse_epilogues
+    fuse_epilogues(plan)                     # f(A @ B, ...) elementwise inside the matmul
     # graph outputs: store directly into the output buffer when the var is produced natively,
     # is contiguous and whole, and is not an input, constant or another output
     final_copies = []
@@ -521,6 +524,9 @@ def _wire_view_preds(plan: Plan):
             for e in (*step.eqns, *step.sinks):
                 atoms.extend(e.invars)
             atoms.extend(a for a, _ in step.stores)
+        elif isinstance(step, MatmulStep):
+            from .epilogue import read_atoms
+            atoms.extend(read_atoms(step))
         else:
             atoms.extend(step.eqn.invars)
         plan.add_preds(step, atoms)

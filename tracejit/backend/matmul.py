@@ -627,18 +627,19 @@ def emit_batched(module, name, kernel, dtype, batch, a_batch_stride, b_batch_str
     return fn
 
 
-def emit_rows_chunk(module, name, rows_kernel):
+def emit_rows_chunk(module, name, rows_kernel, n_extra=0):
     """Emit ``void @name(ptr ctx, i64 start, i64 end)`` calling ``rows_kernel`` on rows [start, end).
 
-    ``ctx`` points to three pointers ``{A, B, C}``.  The signature is the body type of
-    ``threads.tj_parallel_for(fn, ctx, n=M, grain)``; use ``grain = tile_shape(dtype, M, N)[0]``
-    so chunk boundaries fall on tile rows.  ``rows_kernel`` comes from :func:`emit_matmul_rows`
-    in the same module without extra args.
+    ``ctx`` points to ``3 + n_extra`` pointers ``{A, B, C, extra...}``; the extra pointers are
+    passed after the row range (``rows_kernel`` from :func:`emit_matmul_rows` in the same module
+    with ``extra_args`` of ``n_extra`` pointers, e.g. an epilogue's operands).  The signature is
+    the body type of ``threads.tj_parallel_for(fn, ctx, n=M, grain)``; use
+    ``grain = tile_shape(dtype, M, N)[0]`` so chunk boundaries fall on tile rows.
     """
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, I64, I64]), name)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     ctx, start, end = fn.args
-    ops = [b.load(b.gep(ctx, [_i64(i)], source_etype=PTR), typ=PTR) for i in range(3)]
-    b.call(rows_kernel, ops + [start, end])
+    ops = [b.load(b.gep(ctx, [_i64(i)], source_etype=PTR), typ=PTR) for i in range(3 + n_extra)]
+    b.call(rows_kernel, ops[:3] + [start, end] + ops[3:])
     b.ret_void()
     return fn

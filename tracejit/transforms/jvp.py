@@ -35,13 +35,16 @@ class _SourceTagger:
     def __enter__(self):
         self.builder = current_builder()
         self.start = len(self.builder.eqns) if self.builder is not None else 0
+        self.src = _tag(self.eqn.source, self.what)
+        if self.builder is not None:
+            self.saved, self.builder.source = self.builder.source, self.src
         return self
 
     def __exit__(self, *exc):
         if self.builder is not None:
-            src = _tag(self.eqn.source, self.what)
-            for e in self.builder.eqns[self.start:]:
-                e.source = src
+            self.builder.source = self.saved
+            for e in self.builder.eqns[self.start:]:      # also those of nested rules
+                e.source = self.src
         return False
 
 

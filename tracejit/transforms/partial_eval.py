@@ -12,17 +12,30 @@ known predicate, structural ops, dot_general with one known operand, ...).
 Residuals are exactly the known values the linear equations read (inputs, intermediates,
 coefficients); nothing else is kept alive for the backward pass. Constants the linear graph
 reads stay constants of the linear graph.
+
+Residual choice (``recompute=True``): a residual defined by a short chain of cheap known
+equations (``RECOMPUTE_PRIMS``, at most ``RECOMPUTE_OPS`` of them, no transcendental) whose leaves
+are literals, known inputs or other residuals is recomputed at the start of the linear graph
+instead of stored, when the leaves it adds to the residuals take fewer bytes than it does (e.g.
+``1 - h**2`` from ``h``, which is kept anyway). The recomputed equations are the same equations
+on the same values, so derivatives are bit-identical; the linear graph then also holds these
+non-linear equations (no unknown operand), which transposition evaluates forward.
 """
 from __future__ import annotations
 
 from ..ir import Graph, Literal, Var
 
 
-def partial_eval(jgraph: Graph, n_known_in: int, n_known_out: int):
+RECOMPUTE_PRIMS = ("add", "sub", "mul", "neg", "integer_pow")
+RECOMPUTE_OPS = 2
+
+
+def partial_eval(jgraph: Graph, n_known_in: int, n_known_out: int, recompute: bool = False):
     """Split ``jgraph`` (first ``n_known_in`` inputs known, first ``n_known_out`` outputs known).
 
     Returns (forward graph, linear graph, number of residuals). A linear-graph output that does
-    not depend on the unknown inputs is a constant (a zero tangent) read as a residual.
+    not depend on the unknown inputs is a constant (a zero tangent) read as a residual. With
+    ``recompute``, cheap residuals are recomputed in the linear graph (module docstring).
     """
     unknown: set[int] = {id(v) for v in jgraph.invars[n_known_in:]}
     known_eqns, lin_eqns = [], []
@@ -63,6 +76,10 @@ def partial_eval(jgraph: Graph, n_known_in: int, n_known_out: int):
     for a in jgraph.outvars[n_known_out:]:
         need(a)
 
+    if recompute:
+        residuals, moved = _choose_residuals(jgraph, known_eqns, residuals, n_known_in, consts)
+        lin_eqns = moved + lin_eqns
+
     used_by_known = {id(a) for e in known_eqns for a in e.invars if isinstance(a, Var)} | \
         {id(a) for a in (*jgraph.outvars[:n_known_out], *residuals) if isinstance(a, Var)}
     fwd_consts = [(c, v) for c, v in zip(jgraph.constvars, jgraph.constvals)
@@ -75,6 +92,63 @@ def partial_eval(jgraph: Graph, n_known_in: int, n_known_out: int):
                 tuple(c for c, _ in lin_consts.values()),
                 tuple(v for _, v in lin_consts.values()))
     return fwd, lin, len(residuals)
+
+
+def _cheap_chain(r, producer, inputs, residual_ids):
+    """(eqns in graph order, leaf vars) recomputing ``r``, or None if it is not cheap."""
+    eqns, leaves, todo = [], [], [r]
+    while todo:
+        v = todo.pop()
+        e = producer.get(id(v))
+        if e is None or e.prim.name not in RECOMPUTE_PRIMS or len(e.outvars) != 1 or \
+                (e.prim.name == "integer_pow" and e.params.get("n") != 2):
+            return None
+        if e not in eqns:
+            eqns.append(e)
+        if len(eqns) > RECOMPUTE_OPS:
+            return None
+        for a in e.invars:
+            if isinstance(a, Literal):
+                continue
+            if id(a) in residual_ids or id(a) in inputs:
+                if all(x is not a for x in leaves):
+                    leaves.append(a)
+            elif id(a) in producer:
+                todo.append(a)
+            else:
+                return None                      # a constant: keep the stored residual
+    order = {id(e): k for k, e in enumerate(producer.values())}
+    return sorted(eqns, key=lambda e: order[id(e)]), leaves
+
+
+def _choose_residuals(jgraph, known_eqns, residuals, n_known_in, consts):
+    """Residuals after recomputing the cheap ones, and the equations moved to the linear graph
+    (graph order)."""
+    producer = {id(e.outvars[0]): e for e in known_eqns if len(e.outvars) == 1}
+    inputs = {id(v) for v in jgraph.invars[:n_known_in]}
+    keep = {id(r): r for r in residuals}
+    moved: dict[int, object] = {}
+    nbytes = (lambda v: v.ty.size * v.ty.dtype.itemsize)
+    for r in residuals:
+        if id(r) in inputs or id(r) in consts:
+            continue
+        others = {k for k in keep if k != id(r)}
+        chain = _cheap_chain(r, producer, inputs, others)
+        if chain is None:
+            continue
+        eqns, leaves = chain
+        added = sum(nbytes(a) for a in leaves if id(a) not in keep)
+        if added >= nbytes(r):
+            continue
+        del keep[id(r)]
+        for a in leaves:
+            keep.setdefault(id(a), a)
+        for e in eqns:
+            moved[id(e)] = e
+    order = {id(e): k for k, e in enumerate(known_eqns)}
+    new_res = [r for r in residuals if id(r) in keep] + \
+        [a for k, a in keep.items() if all(r is not a for r in residuals)]
+    return new_res, sorted(moved.values(), key=lambda e: order[id(e)])
 
 
 def eval_linear(lin: Graph, n_res: int, residuals, tangents):

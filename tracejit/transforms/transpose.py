@@ -39,7 +39,13 @@ def transpose_eval(lin: Graph, n_res: int, residuals, cts):
         env[id(v)] = x
     linear = {id(v) for v in lin.invars[n_res:]}
     for eqn in lin.eqns:
-        linear.update(id(v) for v in eqn.outvars)
+        if any(isinstance(a, Var) and id(a) in linear for a in eqn.invars):
+            linear.update(id(v) for v in eqn.outvars)
+        else:   # a residual recomputed in the linear graph (partial_eval): evaluate it
+            outs = eqn.prim.bind(*[a if isinstance(a, Literal) else env[id(a)]
+                                   for a in eqn.invars], **eqn.params)
+            for v, x in zip(eqn.outvars, outs if eqn.prim.multiple_results else [outs]):
+                env[id(v)] = x
 
     ct_env: dict[int, object] = {}
     masked: set[int] = set()
