@@ -100,13 +100,16 @@ class _Staged:
 
     def linearized(self):
         """(forward graph, linear graph, n_res): fwd(args) -> outs + residuals;
-        lin(residuals, tangents of the differentiable inputs) -> output tangents."""
+        lin(residuals, tangents of the differentiable inputs) -> output tangents.
+
+        The forward and backward graphs are not simplified here: inlined into a trace they are
+        simplified with it (once, with the rest of that graph), and ``run`` simplifies what it
+        compiles."""
         if self._lin is None:
             jg, _ = jvp_graph(self.graph, self.diff)
             n_args = len(self.graph.invars)
-            fwd, lin, n_res = partial_eval(simplify(jg, inline=False), n_args,
-                                           len(self.graph.outvars), recompute=True)
-            self._lin = simplify(fwd), lin, n_res
+            self._lin = partial_eval(simplify(jg, inline=False), n_args,
+                                     len(self.graph.outvars), recompute=True)
         return self._lin
 
     def backward(self):
@@ -114,19 +117,19 @@ class _Staged:
         if self._bwd is None:
             fwd, lin, n_res = self.linearized()
             lin_main = lin.replace(outvars=lin.outvars[:self.n_out])
-            bwd = transpose_graph(lin_main, n_res, [tangent_type(t) for t in
-                                                     self.out_types[:self.n_out]])
-            self._bwd = simplify(bwd)
+            self._bwd = transpose_graph(lin_main, n_res, [tangent_type(t) for t in
+                                                          self.out_types[:self.n_out]])
         return self._bwd
 
     def run(self, name, graph, args):
-        """Evaluate a graph: inline on tracers, else compiled (cached) with the default backend."""
+        """Evaluate a graph: inline on tracers, else simplified and compiled (cached per name)
+        with the default backend."""
         if any(isinstance(a, Tracer) for a in args):
             return _inline(graph, args)
         key = (name, config.backend)
         exe = self._exec.get(key)
         if exe is None:
-            exe = self._exec[key] = _compile(graph, config.backend)
+            exe = self._exec[key] = _compile(simplify(graph), config.backend)
         return exe([np.asarray(literal_value(a), dtype=v.ty.dtype)
                     for a, v in zip(args, graph.invars)])
 
@@ -134,16 +137,7 @@ class _Staged:
 def _inline(graph, args):
     """eval_graph into the current trace, keeping each equation's source (with its
     ``[jvp of ...]`` tag) rather than the line that called the transform."""
-    builder = current_builder()
-    start = [len(builder.eqns)] if builder is not None else None
-
-    def keep_source(eqn, outs):
-        if start is not None and eqn.source:
-            for e in builder.eqns[start[0]:]:
-                e.source = eqn.source
-            start[0] = len(builder.eqns)
-
-    return eval_graph(graph, list(args), on_eqn=keep_source)
+    return eval_graph(graph, list(args), keep_source=True)
 
 
 _STAGED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -207,7 +201,7 @@ def jvp(fun, primals, tangents, has_aux=False):
         # on arrays: run the JVP graph (built and compiled once per signature)
         jg = staged.__dict__.get("_jg")
         if jg is None:
-            jg = staged._jg = simplify(jvp_graph(staged.graph, staged.diff)[0])
+            jg = staged._jg = jvp_graph(staged.graph, staged.diff)[0]     # run simplifies
         outs = staged.run("jvp", jg, args + [t for t, d in zip(t_leaves, staged.diff) if d])
         n = len(staged.graph.outvars)
         outs, touts = outs[:n], outs[n:]

@@ -302,11 +302,25 @@ def make_graph(fn: Callable, in_types, *, nout_hint=None) -> tuple[Graph, list]:
     return graph, list(builder.captured)
 
 
-def eval_graph(graph: Graph, args, *, on_eqn=None) -> list:
+def eval_graph(graph: Graph, args, *, on_eqn=None, keep_source=False) -> list:
     """Evaluate ``graph`` on values (arrays → interpret; tracers → inline into the current trace).
 
-    ``on_eqn(eqn, outs)`` is called after each equation (used by debug_nans).
+    ``on_eqn(eqn, outs)`` is called after each equation (used by debug_nans). ``keep_source``:
+    equations inlined into a trace keep the source of the equation they replay (when it has one)
+    instead of the line that called eval_graph; that line is looked up once, not per equation.
     """
+    builder = _current.get()
+    if keep_source and builder is not None and any(isinstance(a, Tracer) for a in args):
+        saved = builder.source
+        outer = saved if saved is not None else user_location()
+        try:
+            return _eval_eqns(graph, args, on_eqn, builder, outer)
+        finally:
+            builder.source = saved
+    return _eval_eqns(graph, args, on_eqn, None, None)
+
+
+def _eval_eqns(graph: Graph, args, on_eqn, builder, outer) -> list:
     env: dict[int, Any] = {}
 
     def read(a):
@@ -322,6 +336,8 @@ def eval_graph(graph: Graph, args, *, on_eqn=None) -> list:
     for v, x in zip(graph.constvars, graph.constvals):
         env[id(v)] = x
     for eqn in graph.eqns:
+        if builder is not None:
+            builder.source = eqn.source or outer
         outs = eqn.prim.bind(*[read(a) for a in eqn.invars], **eqn.params)
         if not eqn.prim.multiple_results:
             outs = [outs]
