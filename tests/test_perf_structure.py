@@ -253,6 +253,34 @@ def test_mlp_step_updates_weights_in_the_matmul_epilogue():
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
 
 
+def test_mlp_forward_bias_and_tanh_in_the_matmul_epilogue():
+    """W3's forward ``tanh(x @ W1 + b1)`` runs in the product's epilogue: tanh's residual
+    ``1 - h**2`` is recomputed by the backward loop (which reads h), so no separate [B, H] pass
+    follows the forward product and h is its only store."""
+    rng = np.random.default_rng(4)
+    f32 = np.float32
+    W1 = (rng.standard_normal((40, 24)) * 0.1).astype(f32)
+    b1 = (rng.standard_normal(24) * 0.1).astype(f32)
+    W2 = (rng.standard_normal((24, 5)) * 0.1).astype(f32)
+    b2 = np.zeros(5, f32)
+    x = rng.standard_normal((16, 40)).astype(f32)
+    t = np.eye(5, dtype=f32)[rng.integers(0, 5, 16)]
+    args = (W1, b1, W2, b2, x, t)
+    exe = _plan_of(_mlp_step, *args)
+    x_var = exe.graph.invars[4]
+    fwd = [s for s in exe.plan.steps if isinstance(s, fuse.MatmulStep)
+           and s.out.ty.shape == (16, 24) and exe.plan.view_of(s.eqn.invars[0]).base is x_var]
+    assert len(fwd) == 1 and fwd[0].epilogue is not None
+    assert [e.prim.name for e in fwd[0].epilogue.eqns] == ["add", "tanh"]
+    loops = [s for s in exe.plan.steps if isinstance(s, fuse.LoopGroup) and s.shape == (16, 24)]
+    assert len(loops) == 1                                  # the backward loop only
+    assert "integer_pow" in [e.prim.name for e in loops[0].eqns]   # 1 - h**2 recomputed there
+    got = exe(list(args))
+    want = _interpret(_mlp_step, *args)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("dtype, m, k, n", [(np.float64, 7, 5, 19), (np.float32, 37, 9, 33),
                                             (np.float64, 300, 200, 70), (np.float32, 13, 8, 1)])
 def test_matmul_epilogue_operands(dtype, m, k, n):

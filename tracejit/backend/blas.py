@@ -46,6 +46,7 @@ class _Blas:
     def __init__(self, path, lib, prefix, suffix, ilp64):
         self.path, self.lib, self.prefix, self.suffix, self.ilp64 = path, lib, prefix, suffix, ilp64
         self.int_t = I64 if ilp64 else I32
+        self.thread_control = False     # openblas_{get,set}_num_threads found (_register)
 
     def symbol(self, base):
         return getattr(self.lib, f"{self.prefix}{base}{self.suffix}", None)
@@ -118,6 +119,12 @@ def _register(blas):
         if fn is None:
             raise RuntimeError(f"{blas.prefix}{base}{blas.suffix} missing from {blas.path}")
         jit.add_symbol(f"tj_{base}", ctypes.cast(fn, ctypes.c_void_p).value)
+    for base in ("openblas_get_num_threads", "openblas_set_num_threads"):
+        fn = blas.symbol(base)
+        if fn is not None:
+            jit.add_symbol(f"tj_{base}", ctypes.cast(fn, ctypes.c_void_p).value)
+    blas.thread_control = all(blas.symbol(b) is not None for b in
+                              ("openblas_get_num_threads", "openblas_set_num_threads"))
 
 
 def _check_corename(blas):
@@ -248,6 +255,57 @@ def emit_gemm_call(builder, dtype, M, K, N, a_ptr, a_trans, lda, b_ptr, b_trans,
     return builder.call(fn, [ir.Constant(I32, ROW_MAJOR), *trans, i(M), i(N), i(K),
                              ir.Constant(T, alpha), a_ptr, i(lda), b_ptr, i(ldb),
                              ir.Constant(T, beta), c_ptr, i(ldc)])
+
+
+def thread_control() -> bool:
+    """Whether JIT code can read and set the BLAS thread count (:func:`emit_set_threads`)."""
+    blas = _state()
+    return blas is not None and blas.thread_control
+
+
+def emit_set_threads(builder, n):
+    """Emit ``old = openblas_get_num_threads(); openblas_set_num_threads(n)``; returns ``old``
+    (an i32) so the caller can restore it with ``emit_set_threads(builder, old)``.  The count is
+    process-global and shared with numpy: always restore it.  Needs :func:`thread_control`."""
+    m = builder.module
+    get = m.globals.get("tj_openblas_get_num_threads") or ir.Function(
+        m, ir.FunctionType(I32, []), "tj_openblas_get_num_threads")
+    put = m.globals.get("tj_openblas_set_num_threads") or ir.Function(
+        m, ir.FunctionType(ir.VoidType(), [I32]), "tj_openblas_set_num_threads")
+    old = builder.call(get, [])
+    builder.call(put, [ir.Constant(I32, n) if isinstance(n, int) else n])
+    return old
+
+
+def emit_gemm_rows(module, name, dtype, M, K, N, a_strides, b_strides):
+    """Emit ``void @name(ptr A, ptr B, ptr C, i64 lo, i64 hi)``: rows [lo, hi) of the row-major
+    C[M, N] = A @ B as one gemm call, A and B given by element strides (``a_strides=(s_m, s_k)``,
+    ``b_strides=(s_k, s_n)``), or None when a stride pair is not a BLAS layout (one of the two
+    must be 1, the other at least the row length).  Same signature as
+    ``matmul.emit_matmul_rows``, so ``matmul.emit_rows_chunk`` can spread it over the pool."""
+    (sm, sak), (sbk, sn) = a_strides, b_strides
+    if sak == 1 and sm >= max(K, 1):
+        a_trans, lda = False, sm
+    elif sm == 1 and sak >= max(M, 1):
+        a_trans, lda = True, sak
+    else:
+        return None
+    if sn == 1 and sbk >= max(N, 1):
+        b_trans, ldb = False, sbk
+    elif sbk == 1 and sn >= max(K, 1):
+        b_trans, ldb = True, sn
+    else:
+        return None
+    _, T = _prefix(dtype)
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR, I64, I64]), name)
+    fn.linkage = "internal"
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    a, bb, c, lo, hi = fn.args
+    a = b.gep(a, [b.mul(lo, ir.Constant(I64, sm))], source_etype=T)
+    c = b.gep(c, [b.mul(lo, ir.Constant(I64, N))], source_etype=T)
+    emit_gemm_call(b, dtype, b.sub(hi, lo), K, N, a, a_trans, lda, bb, b_trans, ldb, c, N)
+    b.ret_void()
+    return fn
 
 
 def emit_gemv_call(builder, dtype, M, N, a_ptr, trans, lda, x_ptr, incx, y_ptr, incy,

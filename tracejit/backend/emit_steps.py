@@ -18,6 +18,8 @@ from .fuse import ArgStep, ControlStep, LoopGroup, MatmulStep, ScanStep, Scatter
 
 PTR = ir.PointerType()
 MATMUL_PARALLEL_FLOPS = 4_000_000     # ~40 us at 100 GFLOP/s: split rows over the pool above
+MATMUL_BLOCKS = 16                    # row blocks taken dynamically by the pool's threads
+BLAS_BLOCK_ROWS = 16                  # row granularity of the blocks of a BLAS product
 
 
 def _i64(v):
@@ -274,6 +276,16 @@ class SegmentEmitter:
         fb.ret_void()
         b.call(fill, [p])
 
+    def _blas_rows(self, name, dt, M, K, N, a_st, b_st):
+        """A rows kernel calling numpy's OpenBLAS (``blas.emit_gemm_rows``) when
+        ``blas.choose_path`` picks BLAS for this shape (large products, K or N > 1024) and the
+        library was found, passed its self-test and lets us set its thread count; else None."""
+        from . import blas
+        if np.dtype(dt) not in (np.float64, np.float32) or not blas.available() or \
+                not blas.thread_control() or blas.choose_path(dt, M, K, N, 1) != "blas":
+            return None
+        return blas.emit_gemm_rows(self.module, name, dt, M, K, N, a_st, b_st)
+
     def _matmul(self, b, slots, step):
         from . import matmul
         from .epilogue import emitter
@@ -285,19 +297,37 @@ class SegmentEmitter:
         ptrs = [self._slot_ptr(b, slots, v) for v in (step.lhs, step.rhs, self.plan.view_of(out))]
         extra = [] if epi is None else [self._slot_ptr(b, slots, v) for _, v in epi.leaves]
         desc = () if epi is None else (epi.describe(self.namer or (lambda v: "")),)
-        rows = matmul.tile_shape(dt, M, N)[0]
-        if batch == 1 and 2 * M * K * N >= MATMUL_PARALLEL_FLOPS and M >= 2 * rows:
+        rows_kern = self._blas_rows(name, dt, M, K, N, a_st, b_st) \
+            if batch == 1 and epi is None else None
+        path = "blas" if rows_kern is not None else "parallel rows"
+        rows = BLAS_BLOCK_ROWS if rows_kern is not None else matmul.tile_shape(dt, M, N)[0]
+        if rows_kern is not None or \
+                (batch == 1 and 2 * M * K * N >= MATMUL_PARALLEL_FLOPS and M >= 2 * rows):
             from . import threads
-            hook = None if epi is None else emitter(epi, dt, 5)
-            kern = matmul.emit_matmul_rows(self.module, name, dt, M, K, N, a_strides=a_st,
-                                           b_strides=b_st, epilogue=hook,
-                                           extra_args=[PTR] * len(extra))
-            chunk = matmul.emit_rows_chunk(self.module, name + "_chunk", kern, len(extra))
-            ctx = b.alloca(PTR, size=_i64(3 + len(extra)))
-            for k, p in enumerate(ptrs + extra):
+            if rows_kern is None:
+                hook = None if epi is None else emitter(epi, dt, 5)
+                rows_kern = matmul.emit_matmul_rows(self.module, name, dt, M, K, N,
+                                                    a_strides=a_st, b_strides=b_st,
+                                                    epilogue=hook, extra_args=[PTR] * len(extra))
+            # blocks depend on M only, never on the thread count: same sums for any count
+            block = rows * max(1, round(M / rows / MATMUL_BLOCKS))
+            nblocks = -(-M // block)
+            chunk = matmul.emit_rows_chunk(self.module, name + "_chunk", rows_kern, len(extra),
+                                           M, block)
+            counter = b.alloca(I64)
+            b.store(_i64(0), counter)
+            ctx = b.alloca(PTR, size=_i64(4 + len(extra)))
+            for k, p in enumerate(ptrs + extra + [counter]):
                 b.store(p, b.gep(ctx, [_i64(k)], source_etype=PTR))
-            b.call(threads.declare_parallel_for(self.module), [chunk, ctx, _i64(M), _i64(rows)])
-            self.codes[id(step)] = (M, K, N, batch, "parallel rows", *desc)
+            old = None
+            if path == "blas":            # our pool splits rows: never BLAS threads as well
+                from . import blas
+                old = blas.emit_set_threads(b, 1)
+            b.call(threads.declare_parallel_for(self.module), [chunk, ctx, _i64(nblocks),
+                                                               _i64(1)])
+            if old is not None:
+                blas.emit_set_threads(b, old)
+            self.codes[id(step)] = (M, K, N, batch, path, *desc)
             return
         hook = None if epi is None else emitter(epi, dt, 3)
         kern = matmul.emit_matmul(self.module, name, dt, M, K, N, a_strides=a_st, b_strides=b_st,

@@ -10,7 +10,11 @@ when
 - every other operand of ``G`` is a literal, a broadcast literal, a rank-0 value, or a view of
   shape [M, N] with column stride 0 or 1 (a row-major matrix, a bias row ``b[None, :]``, a
   per-row scalar);
-- ``G`` stores exactly one of its members, contiguously and whole.
+- ``G`` stores exactly one of its members, contiguously and whole, after :func:`_sink_cheap`:
+  another stored member that is a short chain of cheap equations (``SINK_PRIMS``, at most
+  ``SINK_OPS``) of the kept member and literals, read only by one later loop group of the same
+  shape, is recomputed in that group instead (tanh's residual ``1 - h**2`` next to ``h``: the
+  backward loop reads ``h``, which is kept anyway, so the forward pass stores one matrix).
 The matmul then writes that member instead of ``p`` (which is never materialised): one pass over
 [M, N] memory less. ``MatmulStep.epilogue`` holds an :class:`Epilogue`; ``G`` leaves the plan.
 
@@ -42,6 +46,72 @@ class Epilogue:
         return "epilogue " + " ".join(f"{namer(e.outvars[0])}={e.prim.name}" for e in self.eqns)
 
 
+SINK_PRIMS = ("add", "sub", "mul", "neg", "integer_pow")
+SINK_OPS = 2
+
+
+def _sink_plan(plan, g, keep, var):
+    """(chain eqns, reader group) moving ``var``'s computation out of ``g``, or None."""
+    from .rowfuse import _readers
+    chain, todo, inside = [], [var], set()
+    by_out = {id(e.outvars[0]): e for e in g.eqns}
+    while todo:
+        v = todo.pop()
+        e = by_out.get(id(v))
+        if e is None or e.prim.name not in SINK_PRIMS or len(e.outvars) != 1:
+            return None
+        chain.append(e)
+        inside.add(id(v))
+        for a in e.invars:
+            if isinstance(a, Literal) or a is keep:
+                continue
+            if id(a) not in g.members or id(a) in inside:
+                return None
+            todo.append(a)
+        if len(chain) > SINK_OPS:
+            return None
+    chain_ids = {id(e) for e in chain}
+    for e in (*g.eqns, *g.sinks):              # chain values are not read elsewhere in g
+        if id(e) not in chain_ids and any(id(a) in inside for a in e.invars):
+            return None
+    if any(id(a) in inside and a is not var for a, _ in g.stores):
+        return None
+    readers, other = _readers(plan, var)
+    readers = [r for r in readers if r is not g]          # g itself lists var as a store
+    if other or len(readers) != 1 or type(readers[0]) is not LoopGroup:
+        return None
+    g2 = readers[0]
+    if g2.shape != g.shape or getattr(g2, "output_copy", None) is not None or \
+            any(a is var for a, _ in g2.stores) or id(var) in plan.out_aliases:
+        return None
+    order = {id(e): k for k, e in enumerate(g.eqns)}
+    return sorted(chain, key=lambda e: order[id(e)]), g2
+
+
+def _sink_cheap(plan, g, keep):
+    """Recompute every stored member of ``g`` but ``keep`` in its reader (module docstring);
+    False (and nothing changed) when one of them cannot move."""
+    moves = []
+    for var, _ in g.stores:
+        if var is keep:
+            continue
+        found = _sink_plan(plan, g, keep, var) if isinstance(var, Var) else None
+        if found is None:
+            return False
+        moves.append((var, *found))
+    for var, chain, g2 in moves:
+        g.stores = [(a, d) for a, d in g.stores if a is not var]
+        g.writes = [w for w in g.writes if w is not var]
+        plan.producer.pop(id(var), None)
+        for e in chain:
+            g.eqns.remove(e)
+            g.members.discard(id(e.outvars[0]))
+            g2.members.add(id(e.outvars[0]))
+            plan.member_of[id(e.outvars[0])] = g2
+        g2.eqns[:0] = chain
+    return True
+
+
 def _plan_one(plan, step):
     from .emit_steps import matmul_layout
     from .rowfuse import _readers
@@ -56,9 +126,12 @@ def _plan_one(plan, step):
     if other or len(readers) != 1 or type(readers[0]) is not LoopGroup:
         return None
     g = readers[0]
-    if g.shape != p.ty.shape or g.sinks or not g.eqns or len(g.stores) != 1 or \
+    if g.shape != p.ty.shape or g.sinks or not g.eqns or not g.stores or \
             getattr(g, "output_copy", None) is not None:
         return None
+    if len(g.stores) > 1 and not any(_sink_cheap(plan, g, keep) for keep, _ in list(g.stores)
+                                     if isinstance(keep, Var)):
+        return None                 # (a sunk chain that then finds no epilogue still saves a store)
     result, dst = g.stores[0]
     if not isinstance(result, Var) or id(result) not in g.members or not dst.is_whole() or \
             dst.base is not result:

@@ -627,19 +627,36 @@ def emit_batched(module, name, kernel, dtype, batch, a_batch_stride, b_batch_str
     return fn
 
 
-def emit_rows_chunk(module, name, rows_kernel, n_extra=0):
-    """Emit ``void @name(ptr ctx, i64 start, i64 end)`` calling ``rows_kernel`` on rows [start, end).
+def emit_rows_chunk(module, name, rows_kernel, n_extra, M, block):
+    """Emit ``void @name(ptr ctx, i64, i64)``: rows of C in blocks taken from a shared counter.
 
-    ``ctx`` points to ``3 + n_extra`` pointers ``{A, B, C, extra...}``; the extra pointers are
-    passed after the row range (``rows_kernel`` from :func:`emit_matmul_rows` in the same module
-    with ``extra_args`` of ``n_extra`` pointers, e.g. an epilogue's operands).  The signature is
-    the body type of ``threads.tj_parallel_for(fn, ctx, n=M, grain)``; use
-    ``grain = tile_shape(dtype, M, N)[0]`` so chunk boundaries fall on tile rows.
+    ``ctx`` points to ``3 + n_extra`` pointers ``{A, B, C, extra...}`` followed by a pointer to
+    an i64 counter starting at 0. Each call ignores its range and repeatedly takes the next block
+    (an atomic add) and runs ``rows_kernel`` (from :func:`emit_matmul_rows`, ``extra_args`` of
+    ``n_extra`` pointers) on rows ``[k*block, min((k+1)*block, M))`` until none is left. Run it
+    with ``threads.tj_parallel_for(fn, ctx, n=nblocks, grain=1)``: a thread that is descheduled
+    (the other core busy on a shared machine) leaves its blocks to the others instead of
+    finishing last on a static half, which made 2 threads as slow as 1. Each element's sum is
+    the kernel's fixed k-order whatever the split, so results do not depend on the thread count;
+    ``block`` should be a multiple of ``tile_shape(dtype, M, N)[0]`` (no extra remainder tiles).
     """
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, I64, I64]), name)
+    fn.linkage = "internal"
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    ctx, start, end = fn.args
+    ctx = fn.args[0]
     ops = [b.load(b.gep(ctx, [_i64(i)], source_etype=PTR), typ=PTR) for i in range(3 + n_extra)]
-    b.call(rows_kernel, ops[:3] + [start, end] + ops[3:])
+    counter = b.load(b.gep(ctx, [_i64(3 + n_extra)], source_etype=PTR), typ=PTR)
+    loop, body, done = (fn.append_basic_block(n) for n in ("take", "rows", "done"))
+    b.branch(loop)
+    b.position_at_end(loop)
+    k = b.atomic_rmw("add", counter, _i64(1), "monotonic")
+    lo = b.mul(k, _i64(block))
+    b.cbranch(b.icmp_signed("<", lo, _i64(M)), body, done)
+    b.position_at_end(body)
+    hi = b.add(lo, _i64(block))
+    hi = b.select(b.icmp_signed("<", hi, _i64(M)), hi, _i64(M))
+    b.call(rows_kernel, ops[:3] + [lo, hi] + ops[3:])
+    b.branch(loop)
+    b.position_at_end(done)
     b.ret_void()
     return fn
