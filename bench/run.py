@@ -16,6 +16,10 @@ import time
 # shared 2-core VM collapses (W3 NumPy measured 48 ms instead of ~1.4 ms) when the other core
 # is busy. Must be set before NumPy loads OpenBLAS.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# jax (XLA:CPU) likewise runs one thread, as in the issues' reference figures; tracejit's
+# 2-thread rows are labelled as such.
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
+                                   "intra_op_parallelism_threads=1")
 
 import numpy as np  # noqa: E402
 
@@ -59,6 +63,8 @@ def expr(x, y):
 
 def w1(quick):
     jax, numba = peer("jax"), peer("numba")
+    if jax is not None:
+        jax.config.update("jax_enable_x64", True)     # else jax silently computes f64 in f32
     for dt in (np.float64, np.float32):
         n = 10 ** 6
         x = np.random.default_rng(0).standard_normal(n).astype(dt)
@@ -74,7 +80,7 @@ def w1(quick):
             jf = jax.jit(lambda a, b: jnp.tanh(a) * jnp.exp(-0.5 * b * b) + a * b / (1 + a * a))
             jx, jy = jax.device_put(x), jax.device_put(y)
             jf(jx, jy).block_until_ready()
-            record("W1", case, "jax.jit", lambda: jf(jx, jy).block_until_ready())
+            record("W1", case, "jax.jit (1 thread)", lambda: jf(jx, jy).block_until_ready())
         if numba is not None:
             nf = numba.njit(expr)
             nf(x, y)
@@ -109,7 +115,7 @@ def w2(quick):
                               + 1e-3 * jnp.sum(w * w)))
         args = [jax.device_put(a) for a in (w, X, yv)]
         jg(*args).block_until_ready()
-        record("W2", case, "jax.jit(grad)", lambda: jg(*args).block_until_ready())
+        record("W2", case, "jax.jit(grad) (1 thread)", lambda: jg(*args).block_until_ready())
 
 
 # W3 ------------------------------------------------------------------------------------------
@@ -176,7 +182,7 @@ def w4(quick):
     if jax is not None:
         jf = jax.jit(lambda x, y: x * y + 1)
         jf(x1, y1).block_until_ready()
-        record("W4", "cached call f64[1] arrays", "jax.jit", lambda: jf(x1, y1).block_until_ready())
+        record("W4", "cached call f64[1] arrays", "jax.jit (1 thread)", lambda: jf(x1, y1).block_until_ready())
 
 
 # W5 ------------------------------------------------------------------------------------------
@@ -237,9 +243,9 @@ def w6(quick):
         jhv = jax.jit(lambda x, v: jax.jvp(jax.grad(jr), (x,), (v,))[1])
         jx, jv = jax.device_put(x), jax.device_put(v)
         jh(jx).block_until_ready(), jhv(jx, jv).block_until_ready()
-        record("W6", "Rosenbrock n=100 dense Hessian", "jax.jit",
+        record("W6", "Rosenbrock n=100 dense Hessian", "jax.jit (1 thread)",
                lambda: jh(jx).block_until_ready())
-        record("W6", "Rosenbrock n=100 HVP", "jax.jit", lambda: jhv(jx, jv).block_until_ready())
+        record("W6", "Rosenbrock n=100 HVP", "jax.jit (1 thread)", lambda: jhv(jx, jv).block_until_ready())
 
 
 # W7 ------------------------------------------------------------------------------------------
