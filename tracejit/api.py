@@ -117,11 +117,7 @@ def _compile(graph: Graph, backend: str):
         from . import interpret
         return functools.partial(interpret.run, graph)
     if backend == "llvm":
-        try:
-            from .backend import compile_graph
-        except ImportError:
-            from . import interpret
-            return functools.partial(interpret.run, graph)
+        from .backend import compile_graph
         return compile_graph(graph)
     raise ValueError(f"unknown backend {backend!r}; use 'llvm' or 'interpret'")
 
