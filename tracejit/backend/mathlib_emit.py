@@ -15,8 +15,8 @@ Invariants (see shared/reference/simd-threads-notes.md, "Pitfalls"):
   the log family, by a ``rare`` block that only runs when some lane is 0, subnormal, negative,
   inf or NaN (the common path pays one integer compare and a branch);
 - polynomials are truncated Taylor series with exactly rounded rational coefficients, long
-  enough that truncation stays below 2^-60 relative on the reduced range, except the log
-  family's, which uses fdlibm's published minimax Lg1..Lg7 (7 terms instead of 11).
+  enough that truncation stays below 2^-60 relative on the reduced range, except exp/expm1's
+  (minimax fits of (expm1(r)-r)/r^2, EXP_MM9 / EXPM1_MM10) and the log family's, which uses fdlibm's published minimax Lg1..Lg7 (7 terms instead of 11).
 
 The log family (log log2 log10 log1p) was 1.6-1.9x slower than NumPy: not the divide in
 s = f/(2+f) (replacing it by a multiply gained only 8%) but 11 Taylor terms, the 0.5*f*f term,
@@ -65,6 +65,17 @@ LOG10_2_HI, LOG10_2_LO = split(_D.divide(LN2, LN10))
 EXP_G = [float(Fraction(1, factorial(n))) for n in range(2, 14)]
 # expm1(r) = r + r^2 * EXPM1_G(r): relative to r the truncation must be smaller, up to r^14/14!
 EXPM1_G = [float(Fraction(1, factorial(n))) for n in range(2, 15)]
+# Minimax (Chebyshev fit with mpmath, 50 digits, on |r| <= 1.0005*ln2/2) of
+# G(r) = (expm1(r) - r)/r^2, so exp(r) = 1 + r + r^2*G(r) and expm1(r) = r + r^2*G(r).
+# Degree 9: |error| < 2^-52.9 on G, i.e. < 2^-56 relative on exp (r^2 <= 0.121); exp's fast path.
+EXP_MM9 = [0.5000000000000001, 0.16666666666666669, 0.04166666666662399, 0.008333333333330051,
+           0.0013888888917281794, 0.00019841269863105968, 2.480152119021773e-05,
+           2.7557268378684192e-06, 2.7620138719733994e-07, 2.5100424157005067e-08]
+# Degree 10: |error| < 2^-58.4 on G, < 2^-59.9 relative to r for expm1 (tanh, expm1, sinh, cosh).
+EXPM1_MM10 = [0.5, 0.1666666666666667, 0.04166666666666667, 0.008333333333326112,
+              0.001388888888888373, 0.0001984126987490126, 2.4801587325605324e-05,
+              2.7557255297969643e-06, 2.755727357010214e-07, 2.5105259538448494e-08,
+              2.0914717341716378e-09]
 # 2^r = 1 + r*ln2 + r^2 * EXP2_G(r): coefficients ln2^n / n!
 EXP2_G = [float(_D.divide(_D.power(LN2, n), factorial(n))) for n in range(2, 14)]
 # log1p(f) = 2s + s*z*LOG_LG(z), s = f/(2+f), z = s^2 <= 0.1716^2: fdlibm's minimax Lg1..Lg7
@@ -239,17 +250,38 @@ def _exp_reduce(e: Emit, x):
     return kf, ki, r, c
 
 
-def emit_exp(e: Emit, x, kadj: int = 0):
-    """2^kadj * exp(x); clamping to [-746, 711] gives 0 / inf and lets NaN through."""
+def _emit_exp_full(e: Emit, x, kadj: int = 0):
+    """2^kadj * exp(x) for any x: clamping to [-746, 711] gives 0 / inf and lets NaN through,
+    two exponent multiplies reach subnormal results with one rounding (exp's rare path)."""
     x = e.clamp(x, -746.0, 711.0)
     kf, ki = e.round(e.mul(x, e.c(INV_LN2)))
     # unlike expm1, exp does not need r's rounding error: it is <= 0.35 ulp of the result
     r = e.fma(e.neg(kf), e.c(LN2_LO), e.fma(e.neg(kf), e.c(LN2_HI), x))
     r2 = e.mul(r, r)
-    p = e.add(e.c(1.0), e.fma(r2, e.poly(r, e.terms(EXP_G, 7)), r))
+    p = e.add(e.c(1.0), e.fma(r2, e.poly(r, EXP_MM9), r))
     if kadj:
         ki = e.b.add(ki, e.ci(kadj))
     return e.scale(p, ki)
+
+
+def emit_exp(e: Emit, x, kadj: int = 0):
+    """2^kadj * exp(x). Fast path for |x| < 708 (k in [-1021, 1021], so p*2^k is normal and
+    2^k is one integer add to p's exponent field): k from the shifter fused into one fma,
+    two-fma Cody-Waite reduction, degree-11 minimax 1 + r + r^2*G(r) by Horner (the loop is
+    FMA-throughput bound, not latency bound: Estrin's extra multiplies measured slower, and
+    it lost accuracy in tanh (3 ulp)), 2^k by an integer add. Any lane with
+    |x| >= 708 or NaN sends the vector to ``_emit_exp_full`` (clamps, two-step scale)."""
+    if kadj:
+        return _emit_exp_full(e, x, kadj)
+    t = e.fma(x, e.c(INV_LN2), e.c(SHIFT))
+    kf = e.sub(t, e.c(SHIFT))
+    r = e.fma(e.neg(kf), e.c(LN2_LO), e.fma(e.neg(kf), e.c(LN2_HI), x))
+    r2 = e.mul(r, r)
+    p = e.add(e.c(1.0), e.fma(r2, e.poly(r, EXP_MM9), r))
+    # bits(t) = SHIFT_BITS + k and SHIFT_BITS << 52 == 0 (mod 2^64): k << 52 in one shift
+    fast = e.from_bits(e.b.add(e.bits(p), e.b.shl(e.bits(t), e.ci(52))))
+    special = e.b.fcmp_unordered(">=", e.abs(x), e.c(708.0))
+    return e.rare(special, fast, lambda: _emit_exp_full(e, x))
 
 
 def emit_exp2(e: Emit, x):
@@ -265,6 +297,12 @@ def emit_exp2(e: Emit, x):
     return e.scale(p, ki)
 
 
+def _expm1_poly(e: Emit, r, c):
+    """expm1(r + c) = r + (r^2*G(r) + c) for |r| <= ln2/2, c the rounding error of r."""
+    r2 = e.mul(r, r)
+    return e.add(r, e.fma(r2, e.poly(r, e.terms(EXPM1_MM10, 8)), c))
+
+
 def emit_expm1_parts(e: Emit, x, big_kadj: int = 0):
     """(expm1(x), is_big) where for is_big lanes (k > 56) the value is 2^big_kadj * exp(x).
 
@@ -272,8 +310,7 @@ def emit_expm1_parts(e: Emit, x, big_kadj: int = 0):
     +-0 and subnormals) is not special-cased here; callers select x there."""
     x = e.clamp(x, -40.0, 711.0)
     _, ki, r, c = _exp_reduce(e, x)
-    r2 = e.mul(r, r)
-    p = e.add(r, e.fma(r2, e.poly(r, e.terms(EXPM1_G, 8)), c))    # expm1(r + c)
+    p = _expm1_poly(e, r, c)                        # expm1(r + c)
     is_big = e.b.icmp_signed(">", ki, e.ci(56))
     two_k = e.pow2(e.sel(is_big, e.ci(0), ki))
     small = e.fma(two_k, p, e.sub(two_k, e.c(1.0)))  # 2^k*expm1(r) + (2^k - 1), one rounding
@@ -287,11 +324,26 @@ def emit_expm1(e: Emit, x):
 
 
 def emit_tanh(e: Emit, x):
-    """tanh|x| = t/(t+2) with t = expm1(2|x|): no cancellation anywhere; sign by copysign."""
+    """tanh|x| = t/(t+2) with t = expm1(2|x|): no cancellation anywhere; sign by copysign.
+
+    |x| is capped at 20 (tanh rounds to 1 from about 19.1; NaN passes the ordered compare), so
+    k = round(2|x|/ln2) <= 58 and expm1 needs neither clamps nor the large-k path: one fma
+    shifter, Cody-Waite with the rounding error c, degree-12 minimax expm1(r) by Horner,
+    2^k*expm1(r) + (2^k - 1) with 2^k from the shifter bits, one division. Tiny and subnormal
+    |x| come out exact (k = 0, t = 2|x|, t/(t+2) = |x|); +-0 and NaN by copysign."""
     ax = e.abs(x)
-    t, _ = emit_expm1_parts(e, e.mul(e.c(2.0), e.sel(e.gt(ax, e.c(20.0)), e.c(20.0), ax)))
-    res = e.div(t, e.add(t, e.c(2.0)))
-    res = e.sel(e.lt(ax, e.c(2.0 ** -55)), ax, res)
+    a = e.sel(e.gt(ax, e.c(20.0)), e.c(20.0), ax)
+    y = e.add(a, a)                                 # exact
+    t = e.fma(y, e.c(INV_LN2), e.c(SHIFT))
+    kf = e.sub(t, e.c(SHIFT))
+    hi = e.fma(e.neg(kf), e.c(LN2_HI), y)           # exact (k*LN2_HI exact, Sterbenz)
+    lo = e.mul(kf, e.c(LN2_LO))
+    r = e.sub(hi, lo)
+    c = e.sub(e.sub(hi, r), lo)
+    p = _expm1_poly(e, r, c)
+    two_k = e.from_bits(e.b.add(e.b.shl(e.bits(t), e.ci(52)), e.ci(0x3FF0000000000000)))
+    em1 = e.fma(two_k, p, e.sub(two_k, e.c(1.0)))
+    res = e.div(em1, e.add(em1, e.c(2.0)))
     return e.copysign(res, x)
 
 
