@@ -148,49 +148,42 @@ class MatmulStep(Step):
         self.epilogue = None            # epilogue.Epilogue: a consumer loop run in the kernel
 
 
-class ScanStep(Step):
-    """cumsum / cumprod (emit_scan)."""
-    kind = "scan"
+class EqnStep(Step):
+    """A step that runs one equation by itself (the kind says which emitter)."""
 
     def __init__(self, index, eqn):
         super().__init__(index)
         self.eqn = eqn
 
 
-class ControlStep(Step):
+class ScanStep(EqnStep):
+    """cumsum / cumprod (emit_scan)."""
+    kind = "scan"
+
+
+class ControlStep(EqnStep):
     """cond / while / scan as native branches and loops (``control.py``); ``subs``: the
     partitioned sub-graphs (branches, or cond and body, or the scan body)."""
     kind = "control"
 
     def __init__(self, index, eqn, subs):
-        super().__init__(index)
-        self.eqn, self.subs = eqn, subs
+        super().__init__(index, eqn)
+        self.subs = subs
 
 
-class ArgStep(Step):
+class ArgStep(EqnStep):
     """argmax / argmin over a non-innermost axis (``emit_arg``)."""
     kind = "arg"
 
-    def __init__(self, index, eqn):
-        super().__init__(index)
-        self.eqn = eqn
 
-
-class ScatterStep(Step):
+class ScatterStep(EqnStep):
     """scatter as native loops (``emit_scatter``)."""
     kind = "scatter"
 
-    def __init__(self, index, eqn):
-        super().__init__(index)
-        self.eqn = eqn
 
-
-class FallbackStep(Step):
+class FallbackStep(EqnStep):
+    """An equation without a native lowering, run by NumPy between native segments."""
     kind = "numpy"
-
-    def __init__(self, index, eqn):
-        super().__init__(index)
-        self.eqn = eqn
 
 
 class Plan:
