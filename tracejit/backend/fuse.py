@@ -455,8 +455,7 @@ def _finish(plan: Plan):
                     g = plan.member_of.get(id(a))
                     if g is not None and g is not step:
                         used_outside[id(a)] = a
-        elif isinstance(step, (MatmulStep, FallbackStep, ScanStep, ControlStep,
-                               ScatterStep, ArgStep)):
+        elif isinstance(step, (MatmulStep, EqnStep)):
             for a in step.eqn.invars:
                 if id(a) in plan.member_of:
                     used_outside[id(a)] = a
