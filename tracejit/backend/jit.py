@@ -171,22 +171,29 @@ def compile_library(name: str, build, source: str, opt: int = 1) -> bool:
     directory = config.library_cache_dir
     path = os.path.join(directory, f"{name}-{h.hexdigest()[:24]}.o") if directory else None
     with _lock:
-        engine = _get_engine()
-        obj = _read_entry(path) if path else None
-        loaded = obj is not None
-        if obj is None:
+        def emit():
             mod = parse(str(build()))
             mod.triple = triple()
             mod.data_layout = data_layout()
             optimize(mod, opt)
-            obj = _object_tm().emit_object(mod)
-            if path:
-                _write_entry(path, obj)
-            stats["lib_compiled"] += 1
-        else:
-            stats["lib_loaded"] += 1
-        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-        engine.finalize_object()
+            return _object_tm().emit_object(mod)
+
+        return _add_object(_get_engine(), path, emit, "lib_")
+
+
+def _add_object(engine, path, emit, counter=""):
+    """Add object code to the engine: the cached entry at ``path`` if it is valid, else
+    ``emit()`` (written to ``path``). Counts ``{counter}loaded`` / ``{counter}compiled``;
+    returns whether it was loaded from the cache."""
+    obj = _read_entry(path) if path else None
+    loaded = obj is not None
+    if not loaded:
+        obj = emit()
+        if path:
+            _write_entry(path, obj)
+    stats[counter + ("loaded" if loaded else "compiled")] += 1
+    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+    engine.finalize_object()
     return loaded
 
 
@@ -289,16 +296,7 @@ def _add_fast(engine, mod, text, cacheable):
     path = None
     if cacheable and config.cache_dir:
         path = os.path.join(config.cache_dir, cache_key(text, 0) + ".o")
-    obj = _read_entry(path) if path else None
-    if obj is None:
-        obj = _fast_tm().emit_object(mod)
-        stats["compiled"] += 1
-        if path:
-            _write_entry(path, obj)
-    else:
-        stats["loaded"] += 1
-    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-    engine.finalize_object()
+    _add_object(engine, path, lambda: _fast_tm().emit_object(mod))
     return mod
 
 
