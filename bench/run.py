@@ -1,4 +1,4 @@
-"""Run the benchmark workloads W1-W8 (+ pendulum) and write bench/results.md and a chart.
+"""Run the benchmark workloads W1-W8 (+ pendulum W9, while-loop gradient W10) and write bench/results.md and a chart.
 
     python bench/run.py [--quick] [--only W1,W4]
 
@@ -343,8 +343,71 @@ def w9(quick):
                      f"{mem['temp_bytes']:,} + loop scratch {mem['loop_scratch_bytes']:,}")
 
 
+# W10 -----------------------------------------------------------------------------------------
+# A while loop with a data-dependent trip count: damped pendulums integrated until their mean
+# energy falls below a threshold; gradient of the final angles' sum through the loop (its tape).
+WL_N, WL_ENERGY = 100, 0.05
+
+
+def _energy(theta, omega):
+    return np.mean(0.5 * omega * omega + PEND_GL * (1.0 - np.cos(theta)))
+
+
+def _pend_step(theta, omega, damping):
+    return (theta + PEND_DT * omega,
+            omega - PEND_DT * (PEND_GL * np.sin(theta) + damping * omega))
+
+
+def while_pendulum(theta0, omega0, damping, energy):
+    def body(s):
+        return _pend_step(s[0], s[1], damping)
+    theta, _ = tj.while_loop(lambda s: _energy(*s) > energy, body, (theta0, omega0))
+    return np.sum(theta)
+
+
+def fori_pendulum(theta0, omega0, damping, steps):
+    theta, _ = tj.fori_loop(0, steps, lambda i, s: _pend_step(s[0], s[1], damping),
+                            (theta0, omega0))
+    return np.sum(theta)
+
+
+def while_pendulum_numpy_grad(theta0, omega0, damping, energy):
+    """Hand-written reverse mode through the data-dependent loop: store every state."""
+    states = [(theta0, omega0)]
+    while _energy(*states[-1]) > energy:
+        states.append(_pend_step(*states[-1], damping))
+    t_bar, o_bar, d_bar = np.ones_like(theta0), np.zeros_like(omega0), 0.0
+    for th, om in reversed(states[:-1]):
+        d_bar -= PEND_DT * np.dot(o_bar, om)
+        t_bar, o_bar = (t_bar - PEND_DT * PEND_GL * np.cos(th) * o_bar,
+                        PEND_DT * t_bar + (1 - PEND_DT * damping) * o_bar)
+    return t_bar, o_bar, d_bar, len(states) - 1
+
+
+def w10(quick):
+    rng = np.random.default_rng(1)
+    th, om = rng.uniform(-1.0, 1.0, WL_N), rng.uniform(-0.5, 0.5, WL_N)
+    for damping in ((0.5,) if quick else (0.5, 0.2)):
+        *ref, steps = while_pendulum_numpy_grad(th, om, damping, WL_ENERGY)
+        case = f"while-loop grad, {WL_N} pendulums, {steps} steps (data-dependent) f64"
+        record("W10", case, "numpy loop (hand-written reverse)",
+               lambda: while_pendulum_numpy_grad(th, om, damping, WL_ENERGY), repeat=3)
+        g = tj.trace(tj.grad(while_pendulum, argnums=(0, 1, 2)))
+        got = g(th, om, damping, WL_ENERGY)
+        if not all(np.allclose(a, b, rtol=1e-9, atol=1e-12) for a, b in zip(got, ref)):
+            NOTES.append(f"W10 {case}: tracejit gradient differs from the hand-written one")
+        record("W10", case, "tracejit 1 thread, while_loop (tape)",
+               with_threads(1, lambda: g(th, om, damping, WL_ENERGY)))
+        gf = tj.trace(tj.grad(fori_pendulum, argnums=(0, 1, 2)), static_argnums=(3,))
+        gf(th, om, damping, steps)
+        record("W10", case, "tracejit 1 thread, fori_loop with the trip count known",
+               with_threads(1, lambda: gf(th, om, damping, steps)))
+        NOTES.append(f"W10 {case}: tape {tj.residual_bytes(while_pendulum, th, om, damping, WL_ENERGY):,} "
+                     f"bytes ({steps} steps)")
+
+
 WORKLOADS = {"W1": w1, "W2": w2, "W3": w3, "W4": w4, "W5": w5, "W6": w6, "W7": w7, "W8": w8,
-             "W9": w9}
+             "W9": w9, "W10": w10}
 
 
 def write_results(path):

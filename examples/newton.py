@@ -5,7 +5,8 @@
 
 and the gradient of the solution with respect to the parameter p *through the loop* (reverse
 mode through a while_loop with a data-dependent trip count), checked against the implicit
-function theorem and against finite differences.
+function theorem and against finite differences. The forward pass records each step's
+residuals on a tape that grows with the trip count; the backward pass walks it in reverse.
 """
 import numpy as np
 
@@ -59,6 +60,9 @@ def main():
     print(f"finite differences:          {float(fd):.10f}")
     assert np.isclose(dx_dp, expected, rtol=1e-8) and np.isclose(dx_dp, fd, rtol=1e-5)
     print("all three agree")
+    # reverse mode recorded each Newton step's residuals on a tape as the loop ran
+    print(f"tape kept for the backward pass: {tj.residual_bytes(first_root, p)} bytes for "
+          f"{int(iterations)} steps")
 
 
 if __name__ == "__main__":

@@ -243,9 +243,10 @@ def test_call_primitives_fall_back_when_not_inlined():
           [Type(dtypes.float64, (5,))])
 
 
-# control flow is exercised through the NumPy layer in test_backend_programs.py
-CONTROL = {"cond", "while", "scan", "custom_jvp_call", "custom_vjp_call", "custom_vjp_lin",
-           "remat"}
+# control flow is exercised through the NumPy layer in test_backend_programs.py (while_record,
+# the taped forward pass of a while loop's gradient, in test_backend_stacks.py)
+CONTROL = {"cond", "while", "while_record", "scan", "custom_jvp_call", "custom_vjp_call",
+           "custom_vjp_lin", "remat"}
 TESTED = CONTROL | set(ELEMENTWISE) | {"select", "convert", "integer_pow", *REDUCTIONS, "argmax", "argmin",
                              "cumsum", "cumprod", "take", "scatter", "dot_general", "pad"} | \
     {name for name, _, _ in _structural_cases()}

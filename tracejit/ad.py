@@ -240,7 +240,8 @@ def linearize(fun, *primals):
                              f"{len(t_leaves)}")
         tans = [t for t, d in zip(t_leaves, staged.diff) if d]
         if any(isinstance(x, Tracer) for x in list(res) + tans) or current_builder() is not None:
-            touts = eval_linear(lin, n_res, res, tans)
+            touts = eval_linear(lin, n_res, _traceable(res, fwd, n_res, leaves, staged),
+                                tans)
         else:
             touts = staged.run("lin", lin, list(res) + tans)
         touts = [_materialize(t, ty) for t, ty in zip(touts, types)]
@@ -282,7 +283,8 @@ def vjp(fun, *primals, has_aux=False):
                                  f"has shape {t.shape}")
         c_leaves = [c if isinstance(c, Tracer) else _lift_seed(np.asarray(c, dtype=t.dtype))
                     for c, t in zip(c_leaves, types)]
-        cts = staged.run("bwd", bwd, list(res) + c_leaves)
+        cts = staged.run("bwd", bwd, _traceable(res, fwd, n_res, leaves, staged) +
+                         c_leaves)
         cts = [_value(c, t) for c, t in zip(cts, staged.in_types)]
         full, it = [], iter(cts)
         for t, d in zip(staged.in_types, staged.diff):
@@ -292,6 +294,19 @@ def vjp(fun, *primals, has_aux=False):
     if has_aux:
         return out, vjp_fn, tree.unflatten(staged.aux_tree, outs[staged.n_out:])
     return out, vjp_fn
+
+
+def _traceable(res, fwd, n_res, leaves, staged):
+    """The residuals for a backward (linear) graph about to be traced. A while loop's tape
+    computed earlier on arrays has a concrete length, but the traced graph needs it as a stack
+    (run-time length): then the forward pass is traced again to recompute it."""
+    builder = current_builder()
+    stacks = any(v.ty.dynamic for v in fwd.outvars[len(fwd.outvars) - n_res:])
+    if builder is None or not stacks or any(isinstance(r, Tracer) for r in res):
+        return list(res)
+    args = [x if isinstance(x, Tracer) else Tracer(builder, builder.atom(x))
+            for x in list(leaves) + list(staged.captured)]
+    return list(_inline(fwd, args)[len(fwd.outvars) - n_res:])
 
 
 def _lift_seed(c):

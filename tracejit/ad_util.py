@@ -95,7 +95,22 @@ def _bind(name, *xs, **params):
     return _p(name).bind(*_operands(*xs), **params)
 
 
-def add(x, y): return _bind("add", x, y)
+def add(x, y):
+    if ty(x).dynamic:
+        return _add_stacks(x, y)
+    return _bind("add", x, y)
+
+
+def _add_stacks(x, y):
+    """``x + y`` for two stacks (run-time leading dimension): a scan adding row by row (the
+    elementwise primitives have static shapes). Needed when a stack's cotangent has two
+    contributions (higher-order derivatives through while loops)."""
+    from .core import make_graph
+    row = ty(x).row
+    body, captured = make_graph(lambda a, b: [add(a, b)], [row, row])
+    assert not captured
+    return _p("scan").bind(x, y, body=body, length=None, reverse=False, n_consts=0,
+                           n_carry=0)[0]
 def sub(x, y): return _bind("sub", x, y)
 def mul(x, y): return _bind("mul", x, y)
 def div(x, y): return _bind("div", x, y)

@@ -84,7 +84,7 @@ class Compiled:
         eligible (static arguments, keyword arguments, nested pytrees, non-native executable)."""
         from .backend import pyabi
         from .backend.executable import _raise
-        if self.backend != "llvm" or not getattr(self.executable, "native", False):
+        if self.backend != "llvm" or not getattr(self.executable, "entry_ok", False):
             return None
         td = sig.treedef
         if sig.static or td.kind is not tuple or len(td.children) != 2:

@@ -20,7 +20,13 @@ from . import dtypes
 
 @dataclass(frozen=True)
 class Type:
-    """An abstract value: dtype and static shape; ``weak`` marks a Python-scalar origin."""
+    """An abstract value: dtype and static shape; ``weak`` marks a Python-scalar origin.
+
+    One exception to static shapes: a *stack* (``shape[0] is None``, printed ``f64[?,3]``) has
+    a leading dimension known only at run time. Stacks are the per-step records of a
+    ``while_record`` and the xs/ys of a scan of run-time length (``scan[length=None]``); they
+    exist inside derivative graphs (a while loop's reverse-mode tape) and at the boundary
+    between a vjp's forward and backward graphs, never in a user's function."""
     dtype: np.dtype
     shape: tuple = ()
     weak: bool = False
@@ -30,8 +36,20 @@ class Type:
         return len(self.shape)
 
     @property
+    def dynamic(self) -> bool:
+        """True for a stack (leading dimension known only at run time)."""
+        return bool(self.shape) and self.shape[0] is None
+
+    @property
     def size(self) -> int:
+        if self.dynamic:
+            raise TypeError(f"the size of a stack {self} is known only at run time")
         return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def row(self) -> "Type":
+        """The type of one step of a stack."""
+        return Type(self.dtype, self.shape[1:], self.weak)
 
     def strong(self) -> "Type":
         return Type(self.dtype, self.shape) if self.weak else self
@@ -43,7 +61,7 @@ class Type:
         return Type(np.dtype(dtype), self.shape, self.weak)
 
     def __str__(self):
-        dims = ",".join(map(str, self.shape))
+        dims = ",".join("?" if d is None else str(d) for d in self.shape)
         return f"{dtypes.SHORT[self.dtype]}[{dims}]"      # weak types print like strong ones
 
 
@@ -225,7 +243,8 @@ def verify(g: Graph, where: str = "") -> None:
     for v in (*g.invars, *g.constvars):
         define(v)
     for c, val in zip(g.constvars, g.constvals):
-        if np.shape(val) != c.ty.shape or np.asarray(val).dtype != c.ty.dtype:
+        shape = np.shape(val)[:1] + c.ty.shape[1:] if c.ty.dynamic else c.ty.shape
+        if np.shape(val) != shape or np.asarray(val).dtype != c.ty.dtype:
             raise IRError(f"constant value {np.shape(val)} {np.asarray(val).dtype} does not match "
                           f"{c.ty}{ctx}")
     for eqn in g.eqns:

@@ -20,6 +20,7 @@ import numpy as np
 from .config import config
 from .ir import Eqn, Graph, Literal, Var, print_graph, verify
 from .ops import elementwise as ew
+from .ops.control import while_p
 from .ops import structural as st
 
 
@@ -53,17 +54,37 @@ def _with_ins(eqn, ins) -> Eqn:
 
 
 def dce(graph: Graph) -> Graph:
-    """Drop equations none of whose outputs are used."""
+    """Drop equations none of whose outputs are used (and the unused records of a
+    ``while_record``: a loop whose tape nobody reads becomes a plain ``while``)."""
     live = {id(a) for a in graph.outvars if isinstance(a, Var)}
     kept = []
     for eqn in reversed(graph.eqns):
         if any(id(v) in live for v in eqn.outvars):
+            if eqn.prim.name == "while_record":
+                eqn = _prune_records(eqn, live)
             kept.append(eqn)
             live.update(id(a) for a in eqn.invars if isinstance(a, Var))
     kept.reverse()
     used_consts = [(c, v) for c, v in zip(graph.constvars, graph.constvals) if id(c) in live]
     return graph.replace(eqns=kept, constvars=tuple(c for c, _ in used_consts),
                          constvals=tuple(v for _, v in used_consts))
+
+
+def _prune_records(eqn: Eqn, live) -> Eqn:
+    """``eqn`` (a while_record) without the records no one reads (grad of a loop nested in a
+    loop's body runs the inner forward loop twice, and only the second one's tape is used)."""
+    p = eqn.params
+    nc, body = p["n_carry"], p["body"]
+    used = [id(v) in live for v in eqn.outvars[nc + 1:]]
+    if all(used):
+        return eqn
+    body = dce(body.replace(outvars=body.outvars[:nc] +
+                            tuple(v for v, u in zip(body.outvars[nc:], used) if u)))
+    if not any(used) and id(eqn.outvars[nc]) not in live:
+        params = {k: v for k, v in p.items() if k != "n_carry"}
+        return Eqn(while_p, eqn.invars, eqn.outvars[:nc], dict(params, body=body), eqn.source)
+    outs = eqn.outvars[:nc + 1] + tuple(v for v, u in zip(eqn.outvars[nc + 1:], used) if u)
+    return Eqn(eqn.prim, eqn.invars, outs, dict(p, body=body), eqn.source)
 
 
 def _param_key(value):

@@ -15,7 +15,10 @@ Pipeline (one module per stage, imports flow downwards):
                    argmax/argmin accumulators.
 - ``emit_scan.py`` cumsum/cumprod. ``emit_steps.py`` segments ``i32 @seg(ptr slots)``, matmul
                    calls (``matmul.py``), the ``i32 @kernel(ptr bufs)`` wrapper (pyabi contract).
-- ``control.py``   cond/while/scan with natively compiled sub-graphs.
+- ``control.py``   cond/while/scan/while_record as native loops with compiled sub-graphs;
+                   ``control_fallback.py`` the same driven from Python (sub-graphs compiled).
+- ``stacks.py``    stacks (run-time leading dimension): descriptors, the growable tape of a
+                   while_record, ownership, NumPy arrays in and out.
 - ``executable.py`` ``compile_graph(graph) -> Executable``: compile, run (native or hybrid),
                    ``llvm_ir``, ``asm()``, ``memory_analysis()``, ``describe()``,
                    ``native_entry()`` (a pyabi METH_FASTCALL entry for ``FastDispatch``).

@@ -8,6 +8,10 @@ Liveness is per schedule position: a temporary is live from the first step that 
 the last step that reads it (reads through views count). An arena block is reused only by a value
 first written strictly after the block's last read, so a loop never reads and writes the same
 bytes through different index maps. Blocks are 64-byte aligned; best fit, else grow the arena.
+
+A stack's slot points at its 16-byte descriptor (``stacks.py``). A stack temporary's descriptor
+gets an arena block of its own that no other value ever shares: the execution that owns the
+stack zeroes it first and frees its rows last (``BufferPlan.stack_slots``).
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ import numpy as np
 
 from ..ir import Literal
 from .fuse import FallbackStep, LoopGroup, MatmulStep
+from .stacks import DESC_BYTES
 
 ALIGN = 64
 
@@ -35,13 +40,19 @@ class BufferPlan:
         self.slot_index: dict = {}       # id(var) -> slot number
         self.arena_bytes = 0
         self.const_arrays: list = []     # kept alive; addresses are baked into the kernel
+        self.stack_slots: list = []      # slot numbers of stack temporaries (owned, freed)
 
     def add(self, var, kind, index):
         self.slot_index[id(var)] = len(self.slots)
-        self.slots.append(Slot(kind, index, var, var.ty.size * var.ty.dtype.itemsize))
+        self.slots.append(Slot(kind, index, var, value_bytes(var.ty)))
 
     def slot_of(self, var) -> int:
         return self.slot_index[id(var)]
+
+
+def value_bytes(ty) -> int:
+    """Bytes a slot's pointer reaches: the data, or a stack's descriptor."""
+    return DESC_BYTES if ty.dynamic else ty.size * ty.dtype.itemsize
 
 
 def _reads(plan, step):
@@ -89,6 +100,10 @@ def plan_buffers(plan) -> BufferPlan:
             bp.add(v, "out", plan.out_aliases[vid])
         elif isinstance(plan.producer.get(vid), FallbackStep):
             bp.add(v, "py", -1)
+        elif v.ty.dynamic:
+            bp.add(v, "temp", bp.arena_bytes)
+            bp.stack_slots.append(bp.slot_of(v))
+            bp.arena_bytes += ALIGN
         else:
             temps.append((pos, last_read.get(vid, pos), v))
     blocks = []                          # [offset, size, last_read]

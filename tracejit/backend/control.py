@@ -1,11 +1,13 @@
-"""Control flow on the llvm backend: cond / while / scan as native branches and loops.
+"""Control flow on the llvm backend: cond / while / scan / while_record as native branches and
+loops.
 
-When every sub-graph of a ``cond``, ``while`` or ``scan`` equation is natively lowerable (its own
-partition has no NumPy fallback; nested control flow counts when it is native itself) and every
-operand is a (broadcast) literal or a contiguous view, the partitioner makes a
-``fuse.ControlStep`` and ``emit_control`` emits it into the enclosing segment: each sub-graph becomes one more
-``i32 @seg(ptr slots)`` of the same module (its own buffer plan and slot array), and a driver
-function runs the branch switch or the loop around calls of those segments. The LLVM IR is one
+When every sub-graph of a ``cond``, ``while``, ``scan`` or ``while_record`` equation is natively
+lowerable (its own partition has no NumPy fallback; nested control flow counts when it is native
+itself), the partitioner makes a ``fuse.ControlStep`` (operands that are strided views are first
+copied, ``fuse.contiguous_operands``) and ``emit_control`` emits it into the enclosing segment:
+each sub-graph becomes one more ``i32 @seg(ptr slots)`` of the same module (its own buffer plan
+and slot array), and a driver function runs the branch switch or the loop around calls of those
+segments. The LLVM IR is one
 copy of each sub-graph whatever the trip count, and a graph whose control flow is all native is
 one ``@kernel`` (so the pyabi fast path applies).
 
@@ -15,6 +17,12 @@ Invariants:
   the loop, if the final carry sits in B it is copied to A once;
 - scan ys are written by the body straight into the stacked output at the step index; xs are
   read in place at the step index (reverse scans count down);
+- stacks (``stacks.py``): a ``while_record`` writes each step's records straight into growable
+  buffers at row ``count`` (``stacks.Tape``); a scan of run-time length takes its trip count
+  from its first xs stack (all must have that length, else ``ERR_STACK_LENGTH``) and mallocs
+  each ys stack once (n rows) before the loop. A stack passed as a constant is lent to the
+  sub-graphs (its descriptor); sub-graphs never return stacks (else: fallback), and a
+  sub-graph's own stacks are freed at the end of each of its executions;
 - the scratch (B buffers, sub-graph arenas, the cond flag) is one malloc per execution of the
   step, not per iteration;
 - errors: a sub-graph segment returns the shared error cell; a non-zero cell stops the loop. A
@@ -22,7 +30,7 @@ Invariants:
   the native cell ``tj_max_while_iterations``, 0 = no limit) sets ``ERR_WHILE_LIMIT``.
 
 Otherwise the equation stays a NumPy fallback step whose sub-graphs are compiled lazily and driven
-from Python, one native call per iteration (``compiled_impl``).
+from Python, one native call per iteration (``control_fallback.compiled_impl``).
 """
 from __future__ import annotations
 
@@ -33,9 +41,10 @@ from llvmlite import ir
 
 from ..config import config, on_set
 from ..ir import Literal
+from . import stacks
 
 ERR_WHILE_LIMIT = 2                    # error code (bit): while_loop exceeded the cap
-CONTROL_PRIMS = ("cond", "while", "scan")
+CONTROL_PRIMS = ("cond", "while", "scan", "while_record")
 _ALIGN = 64
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
@@ -78,32 +87,29 @@ def _subgraphs(eqn):
     name = eqn.prim.name
     if name == "cond":
         return list(p["branches"])
-    if name == "while":
+    if name in ("while", "while_record"):
         return [p["cond"], p["body"]]
     if name == "scan":
         return [p["body"]]
     return None
 
 
-def _operand_ok(plan, atom) -> bool:
-    if isinstance(atom, Literal):
-        return True
-    view = plan.view_of(atom)
-    return isinstance(view.base, Literal) or view.contiguous()
-
-
 def plan_subgraphs(plan, eqn):
-    """The partitioned sub-graphs of a control equation that can run natively, else None."""
+    """The partitioned sub-graphs of a control equation that can run natively, else None.
+    (Operands that are strided views are copied first, see ``fuse.contiguous_operands``.)"""
     from . import fuse
     graphs = _subgraphs(eqn)
-    if graphs is None or not all(_operand_ok(plan, a) for a in eqn.invars):
+    if graphs is None:
         return None
-    if eqn.prim.name == "scan" and eqn.params["length"] > 0 and any(
-            v.ty.shape[0] != eqn.params["length"] for v in eqn.invars[
-                eqn.params["n_consts"] + eqn.params["n_carry"]:]):
+    if eqn.prim.name == "scan" and eqn.params["length"] is not None and \
+            eqn.params["length"] > 0 and any(v.ty.shape[0] != eqn.params["length"] for v in
+                                             eqn.invars[eqn.params["n_consts"] +
+                                                        eqn.params["n_carry"]:]):
         return None
     subs = []
     for g in graphs:
+        if any(t.dynamic for t in g.out_types):
+            return None          # a stack carried or returned by a branch: ownership moves
         sub = fuse.partition(g)
         if any(isinstance(s, fuse.FallbackStep) for s in sub.steps):
             return None
@@ -127,7 +133,7 @@ class _Sub:
                                        consts=parent.em.consts)
         em.keepalive = parent.keepalive
         self.emitter = em
-        self.seg = em.segment(plan.steps)
+        self.seg = em.segment(plan.steps, bp.stack_slots)
         parent.keepalive.extend(bp.const_arrays)
         self.nslots = len(bp.slots) + 1
         self.arena = bp.arena_bytes
@@ -184,6 +190,15 @@ class _Driver:
             self.module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I1]), name)
         self.b.call(fn, [dst, src, _i64(nbytes), ir.Constant(I1, 0)])
 
+    def memset(self, dst, byte, nbytes):
+        if nbytes == 1:
+            self.b.store(ir.Constant(I8, byte), dst)
+            return
+        name = "llvm.memset.p0.i64"
+        fn = self.module.globals.get(name) or ir.Function(
+            self.module, ir.FunctionType(ir.VoidType(), [PTR, I8, I64, I1]), name)
+        self.b.call(fn, [dst, ir.Constant(I8, byte), _i64(nbytes), ir.Constant(I1, 0)])
+
     def slot_array(self, sub, scratch, arena_off):
         """The sub-graph's slot array (alloca) with constants, temporaries and the error cell
         filled in; inputs and outputs are set by the caller."""
@@ -217,8 +232,8 @@ class _Driver:
         arena_offs = [self.reserve(s.arena) if s.arena else 0 for s in self.subs]
         # Each prim method runs twice: with ``None`` it only reserves its scratch (carry B
         # buffers, flags) and returns the layout; after the single malloc it emits the code.
-        prim_fn = {"cond": self._cond, "while": self._while, "scan": self._scan}[
-            self.eqn.prim.name]
+        prim_fn = {"cond": self._cond, "while": self._while, "scan": self._scan,
+                   "while_record": self._while}[self.eqn.prim.name]
         layout = prim_fn(None)
         scratch = ir.Constant(PTR, None)
         free = None
@@ -291,10 +306,13 @@ class _Driver:
                 self.memcpy(pa, pb, self.nbytes(v.ty))
 
     def _while(self, state):
+        """while, and while_record (the same loop, also recording each step's rows)."""
         eqn = self.eqn
         p = eqn.params
         ncc, nbc = p["n_cond_consts"], p["n_body_consts"]
-        carry_vars = list(eqn.outvars)
+        record = eqn.prim.name == "while_record"
+        nc = p["n_carry"] if record else len(eqn.outvars)
+        carry_vars = list(eqn.outvars[:nc])
         if state is None:
             offs = [self.reserve(self.nbytes(v.ty)) for v in carry_vars]
             flag = self.reserve(1)
@@ -306,6 +324,12 @@ class _Driver:
         a, bb = self._carry_buffers(carry_vars, scratch, offs)
         for v, dst, src in zip(carry_vars, a, init):
             self.memcpy(dst, src, self.nbytes(v.ty))
+        tape = None
+        if record:                      # stacks: live (one byte per element), then the ys
+            tape = stacks.Tape(b, self.module, self.outs[nc:],
+                               [stacks.row_bytes(v.ty) for v in eqn.outvars[nc:]],
+                               self.err_cell)
+            tape.start()
         flag = b.gep(scratch, [_i64(flag_off)], source_etype=I8)
         for i, slot in cond.ins.items():
             if i < ncc:
@@ -335,10 +359,9 @@ class _Driver:
         check = self.fn.append_basic_block("while.check")
         b.cbranch(go, check, exit_)
         b.position_at_end(check)
-        n = b.add(b.load(count, typ=I64), _i64(1))
-        b.store(n, count)
+        n = b.load(count, typ=I64)                 # bodies run so far
         limit = b.load(limit_g, typ=I64)
-        too_many = b.and_(b.icmp_signed(">", limit, _i64(0)), b.icmp_signed(">", n, limit))
+        too_many = b.and_(b.icmp_signed(">", limit, _i64(0)), b.icmp_signed(">=", n, limit))
         b.cbranch(too_many, over, run)
         b.position_at_end(over)
         b.atomic_rmw("or", self.err_cell, ir.Constant(I32, ERR_WHILE_LIMIT), "monotonic")
@@ -347,12 +370,20 @@ class _Driver:
         for i, slot in body.ins.items():
             if i >= nbc:
                 self.set(b_arr, slot, cur[i - nbc])
+        if tape is not None:
+            tape.reserve(n, exit_)
+            live = tape.row(0, n)
+            self.memset(live, 1, tape.rows[0])
         for j, slot in body.outs.items():
-            self.set(b_arr, slot, nxt[j])
+            self.set(b_arr, slot, nxt[j] if j < nc else tape.row(j - nc + 1, n))
         rc = self.call(body, b_arr)
         b.store(b.not_(par), parity)
-        b.cbranch(self._ok(rc), top, exit_)
+        ok = self._ok(rc)
+        b.store(b.select(ok, b.add(n, _i64(1)), n), count)   # rows complete
+        b.cbranch(ok, top, exit_)
         b.position_at_end(exit_)
+        if tape is not None:
+            tape.finish(b.load(count, typ=I64))
         self._swap_back(parity, a, bb, carry_vars)
 
     def _scan(self, state):
@@ -368,6 +399,23 @@ class _Driver:
         init = self.ins[nc:nc + ncarry]
         xs, xvars = self.ins[nc + ncarry:], eqn.invars[nc + ncarry:]
         ys, yvars = self.outs[ncarry:], eqn.outvars[ncarry:]
+        exit_ = self.fn.append_basic_block("scan.exit")
+        if length is None:              # stacks: the trip count is their run-time length
+            for y in ys:
+                stacks.zero(b, y)
+            n = stacks.load_length(b, xs[0])
+            for x in xs[1:]:
+                with b.if_then(b.icmp_signed("!=", stacks.load_length(b, x), n),
+                               likely=False):
+                    stacks.set_error(b, self.err_cell, stacks.ERR_STACK_LENGTH)
+                    b.branch(exit_)
+            for y, v in zip(ys, yvars):
+                stacks.emit_alloc_rows(b, self.module, y, n, stacks.row_bytes(v.ty),
+                                       self.err_cell, exit_)
+            xs = [stacks.load_data(b, x) for x in xs]
+            ys = [stacks.load_data(b, y) for y in ys]
+        else:
+            n = _i64(length)
         a, bb = self._carry_buffers(carry_vars, scratch, offs)
         for v, dst, src in zip(carry_vars, a, init):
             self.memcpy(dst, src, self.nbytes(v.ty))
@@ -377,32 +425,32 @@ class _Driver:
         parity, count = self._loop_state()
         top = self.fn.append_basic_block("scan.top")
         run = self.fn.append_basic_block("scan.body")
-        exit_ = self.fn.append_basic_block("scan.exit")
+        done = self.fn.append_basic_block("scan.done")
         b.branch(top)
         b.position_at_end(top)
         step = b.load(count, typ=I64)
-        b.cbranch(b.icmp_signed("<", step, _i64(length)), run, exit_)
+        b.cbranch(b.icmp_signed("<", step, n), run, done)
         b.position_at_end(run)
-        i = b.sub(_i64(length - 1), step) if reverse else step
+        i = b.sub(b.sub(n, _i64(1)), step) if reverse else step
         par = b.load(parity, typ=I1)
         for k, (pa, pb) in enumerate(zip(a, bb)):
             if nc + k in body.ins:
                 self.set(arr, body.ins[nc + k], b.select(par, pb, pa))
             self.set(arr, body.outs[k], b.select(par, pa, pb))
         for k, (x, v) in enumerate(zip(xs, xvars)):
-            stride = self.nbytes(v.ty) // max(1, length)
             self.set(arr, body.ins[nc + ncarry + k],
-                     b.gep(x, [b.mul(i, _i64(stride))], source_etype=I8))
+                     b.gep(x, [b.mul(i, _i64(stacks.row_bytes(v.ty)))], source_etype=I8))
         for k, (y, v) in enumerate(zip(ys, yvars)):
-            stride = self.nbytes(v.ty) // max(1, length)
             self.set(arr, body.outs[ncarry + k],
-                     b.gep(y, [b.mul(i, _i64(stride))], source_etype=I8))
+                     b.gep(y, [b.mul(i, _i64(stacks.row_bytes(v.ty)))], source_etype=I8))
         rc = self.call(body, arr)
         b.store(b.not_(par), parity)
         b.store(b.add(step, _i64(1)), count)
-        b.cbranch(self._ok(rc), top, exit_)
-        b.position_at_end(exit_)
+        b.cbranch(self._ok(rc), top, done)
+        b.position_at_end(done)
         self._swap_back(parity, a, bb, carry_vars)
+        b.branch(exit_)
+        b.position_at_end(exit_)
 
 
 def emit_control(emitter, b, slots, step, name):
@@ -428,64 +476,7 @@ def describe(step) -> str:
     e = step.eqn
     inner = sum(len(s.steps) for s in step.subs)
     extra = f" length={e.params['length']}" if e.prim.name == "scan" else ""
+    if e.prim.name == "while_record":
+        rows = sum(stacks.row_bytes(v.ty) for v in e.outvars[e.params["n_carry"]:])
+        extra = f" (tape {rows} bytes/step)"
     return f"native {e.prim.name}{extra}: {len(step.subs)} sub-graph(s), {inner} steps"
-
-
-# ---------------------------------------------------------------------------------------------
-# fallback: sub-graphs compiled natively, the loop driven from Python
-
-class _Lazy:
-    def __init__(self, graph):
-        self.graph, self.exe = graph, None
-
-    def __call__(self, args):
-        if self.exe is None:
-            from .executable import compile_graph
-            self.exe = compile_graph(self.graph)
-        return self.exe([np.asarray(a, dtype=v.ty.dtype)
-                         for a, v in zip(args, self.graph.invars)])
-
-
-def compiled_impl(eqn):
-    """A replacement for ``eqn.prim.impl`` with compiled sub-graphs, or None."""
-    name, p = eqn.prim.name, eqn.params
-    if name == "cond":
-        branches = [_Lazy(g) for g in p["branches"]]
-
-        def run_cond(index, *ops, **_):
-            i = int(np.clip(int(index), 0, len(branches) - 1))
-            return branches[i](list(ops))
-        return run_cond
-    if name == "while":
-        cond, body = _Lazy(p["cond"]), _Lazy(p["body"])
-        ncc, nbc = p["n_cond_consts"], p["n_body_consts"]
-
-        def run_while(*args, **_):
-            cc, bc, carry = list(args[:ncc]), list(args[ncc:ncc + nbc]), list(args[ncc + nbc:])
-            limit, count = config.max_while_iterations, 0
-            while bool(cond(cc + carry)[0]):
-                count += 1
-                if limit is not None and count > limit:
-                    raise RuntimeError(f"while_loop exceeded config.max_while_iterations = "
-                                       f"{limit}")
-                carry = body(bc + carry)
-            return [np.asarray(c) for c in carry]
-        return run_while
-    if name == "scan":
-        body = _Lazy(p["body"])
-        length, reverse, nc, ncarry = p["length"], p["reverse"], p["n_consts"], p["n_carry"]
-        out_types = p["body"].out_types
-
-        def run_scan(*args, **_):
-            consts, carry = list(args[:nc]), list(args[nc:nc + ncarry])
-            xs = [np.asarray(x) for x in args[nc + ncarry:]]
-            ys = [np.empty((length,) + t.shape, dtype=t.dtype) for t in out_types[ncarry:]]
-            for step in range(length):
-                i = length - 1 - step if reverse else step
-                outs = body(consts + carry + [x[i] for x in xs])
-                carry = outs[:ncarry]
-                for y, o in zip(ys, outs[ncarry:]):
-                    y[i] = o
-            return carry + ys
-        return run_scan
-    return None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from . import emit_loops
+from . import emit_loops, stacks
 from .emit_ops import I8, I32, I64, OpContext, mem_type, reg_type
 from ..ir import Var
 from .fuse import ArgStep, ControlStep, LoopGroup, MatmulStep, ScanStep, ScatterStep
@@ -112,11 +112,16 @@ class SegmentEmitter:
             base = b.gep(base, [_i64(view.offset * view.dtype.itemsize)], source_etype=I8)
         return base
 
-    def segment(self, steps) -> ir.Function:
+    def segment(self, steps, owned=()) -> ir.Function:
+        """``i32 @seg(ptr slots)`` running ``steps``; it owns the stacks whose descriptors are
+        in slots ``owned``: zeroed on entry, their rows freed on return (errors included)."""
         fn = ir.Function(self.module, ir.FunctionType(I32, [PTR]), self._name("seg"))
         fn.args[0].name = "slots"
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         slots = fn.args[0]
+        descs = [b.load(b.gep(slots, [_i64(k)], source_etype=PTR), typ=PTR) for k in owned]
+        for d in descs:
+            stacks.zero(b, d)
         for step in steps:
             if isinstance(step, LoopGroup):
                 self._group(b, slots, step)
@@ -140,6 +145,8 @@ class SegmentEmitter:
                 self.codes[id(step)] = emit_control(self, b, slots, step, self._name("ctl"))
             else:
                 raise AssertionError(step)
+        for d in descs:
+            stacks.release(b, self.module, d)
         cell = b.load(b.gep(slots, [_i64(self.err_slot)], source_etype=PTR), typ=PTR)
         b.ret(b.load(cell, typ=I32))        # 0, or the first error code a step recorded
         return fn

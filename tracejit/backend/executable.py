@@ -9,6 +9,11 @@ Error codes: the slot array's last entry points to an i32 error cell; a native g
 index out of range sets it to ``ERR_INDEX`` (reading nothing out of bounds) and the segment
 returns it, and ``_raise`` turns it into IndexError after the call.
 
+Stacks (``stacks.py``): a graph whose inputs or outputs include stacks (a vjp's forward and
+backward graphs) is called through ``_call_with_stacks``: input stacks are lent as descriptors
+of the NumPy arrays, output stacks come back as arrays owning the rows the kernel allocated; it
+has no pyabi entry (``entry_ok`` is False). Stacks inside the graph never reach Python.
+
 Disk-cacheable: symbol names are derived from the content (a hash of the IR emitted with a
 placeholder prefix and of the constant values), and constant arrays (graph constants, iota
 ranges, literals broadcast into loop operands) are reached through a per-module pointer table
@@ -37,7 +42,7 @@ import numpy as np
 from llvmlite import ir
 
 from ..ir import Literal, _Namer
-from . import buffers, control, emit_steps, fuse, jit
+from . import buffers, control, control_fallback, emit_steps, fuse, jit, stacks
 
 _KERNEL_T = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
 _libc_registered = False
@@ -47,7 +52,7 @@ def _register_libc():
     global _libc_registered
     if not _libc_registered:
         libc = ctypes.CDLL(None)
-        for name in ("malloc", "free"):
+        for name in ("malloc", "realloc", "free"):
             jit.add_symbol(f"tj_{name}", ctypes.cast(getattr(libc, name), ctypes.c_void_p).value)
         _libc_registered = True
 
@@ -103,6 +108,11 @@ def _raise(code):
         from ..config import config
         raise RuntimeError(f"while_loop exceeded config.max_while_iterations = "
                            f"{config.max_while_iterations}")
+    if code & stacks.ERR_NOMEM:
+        raise MemoryError("tracejit: out of memory growing the record of a while loop (its "
+                          "reverse-mode tape) or allocating the outputs of a scan")
+    if code & stacks.ERR_STACK_LENGTH:
+        raise ValueError("tracejit: scan of run-time length over stacks of different lengths")
     if code == ERR_INDEX:
         raise IndexError("tracejit: an index is out of bounds in a gather or scatter (take / "
                          "indexing / .at[]); valid indices for an axis of length n are -n..n-1")
@@ -146,6 +156,10 @@ class Executable:
         emitter = emit_steps.SegmentEmitter(module, self.plan, lambda v: bp.slot_of(v), prefix,
                                             self.namer, bp.err_slot)
         self.program = []                    # ("seg", name, steps) | ("numpy", step)
+        self.native = not any(isinstance(s, fuse.FallbackStep) for s in self.plan.steps)
+        # the one segment of a native program owns the stack temporaries; in a hybrid program
+        # they outlive segments and _run_hybrid zeroes and frees them
+        owned = bp.stack_slots if self.native else ()
         run = []
         for step in self.plan.steps:
             if isinstance(step, fuse.FallbackStep):
@@ -156,10 +170,9 @@ class Executable:
             else:
                 run.append(step)
         if run:
-            self.program.append(("seg", emitter.segment(run).name, run))
+            self.program.append(("seg", emitter.segment(run, owned).name, run))
         self.emitter = emitter
         self.keepalive = emitter.keepalive
-        self.native = all(p[0] == "seg" for p in self.program)
         self.kernel_name = None
         if self.native:
             sources = []
@@ -217,6 +230,9 @@ class Executable:
             jit.add_symbol(self.kernel_name, self.kernel_address)    # for pyabi entry modules
             self._kernel = _KERNEL_T(self.kernel_address)
         self._impls = {}
+        self._stack_io = any(v.ty.dynamic for v in (*graph.invars, *graph.outvars))
+        self._stack_outs = [s.index for s in bp.slots if s.kind == "out" and s.var.ty.dynamic]
+        self.entry_ok = self.native and not self._stack_io     # pyabi entries: static shapes
         self._out_specs = [(v.ty.dtype, v.ty.shape) for v in graph.outvars]
         self._nbufs = len(graph.invars) + len(graph.outvars)
         self._buf_t = ctypes.c_void_p * max(1, self._nbufs)
@@ -224,6 +240,8 @@ class Executable:
 
     # running -------------------------------------------------------------------------------------
     def __call__(self, args):
+        if self._stack_io:
+            return self._call_with_stacks(args)
         args = [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in args]
         outs = [np.empty(shape, dt) for dt, shape in self._out_specs]
         if self.native:
@@ -235,13 +253,62 @@ class Executable:
             return outs
         return self._run_hybrid(args, outs)
 
+    def _call_with_stacks(self, args):
+        """A call whose inputs or outputs include stacks (see ``stacks.py``): input stacks are
+        lent to the kernel as descriptors of the arrays; output stacks come back as arrays
+        that own the rows the kernel allocated."""
+        g = self.graph
+        args = [stacks.check_input(a, v.ty, f"input {i}") if v.ty.dynamic else
+                np.ascontiguousarray(a)
+                for i, (a, v) in enumerate(zip(args, g.invars))]
+        outs = [stacks.new_descriptor() if v.ty.dynamic else np.empty(v.ty.shape, v.ty.dtype)
+                for v in g.outvars]
+        written = self._stack_outs
+        rc = 0
+        try:
+            if self.native:
+                ins = [stacks.descriptor(a) if v.ty.dynamic else a
+                       for a, v in zip(args, g.invars)]
+                bufs = self._buf_t(*[_data_ptr(a) for a in ins], *[_data_ptr(o) for o in outs])
+                rc = self._kernel(bufs)
+                result = list(outs)
+            else:
+                result = self._run_hybrid(args, outs)
+        finally:                  # adopt what the kernel allocated, even when it failed
+            taken = {j: stacks.adopt(outs[j], g.outvars[j].ty) for j in written}
+        if rc:
+            _raise(rc)
+        for j, a in enumerate(g.outvars):
+            if j in taken:
+                result[j] = taken[j]
+            elif a.ty.dynamic and result[j] is outs[j]:     # an input or a repeated output
+                earlier = [k for k in range(j) if g.outvars[k] is a]
+                src = result[earlier[0]] if earlier else args[g.invars.index(a)]
+                result[j] = src.copy()
+        return result
+
     def _run_hybrid(self, args, outs):
         bp = self.buffers
         arena = np.empty(max(1, bp.arena_bytes), np.uint8)
         arrays, slots = {}, self._slots_t()
+        descs = {}                  # stack var -> its descriptor (a uint64[2] array)
         err = np.zeros(1, np.int32)
         slots[bp.err_slot] = err.ctypes.data
         for k, s in enumerate(bp.slots):
+            if s.var.ty.dynamic:
+                if s.kind == "in":
+                    arrays[s.var] = args[s.index]
+                    desc = stacks.descriptor(args[s.index])
+                elif s.kind == "out":
+                    desc = outs[s.index]
+                elif s.kind == "temp":
+                    desc = arena[s.index:s.index + stacks.DESC_BYTES].view(np.uint64)
+                    desc[:] = 0
+                else:
+                    continue
+                descs[s.var] = desc
+                slots[k] = desc.ctypes.data
+                continue
             if s.kind == "in":
                 arr = args[s.index]
             elif s.kind == "out":
@@ -254,25 +321,42 @@ class Executable:
                 continue
             arrays[s.var] = arr
             slots[k] = arr.ctypes.data
-        for entry in self.program:
-            if entry[0] == "seg":
-                rc = self._segs[entry[1]](slots)
-                if rc:
-                    _raise(rc)
-                continue
-            eqn = entry[1].eqn
-            ins = [a.value if isinstance(a, Literal) else
-                   _as_view_array(arrays, self.plan.view_of(a)) for a in eqn.invars]
-            impl = self._impls.get(id(eqn))
-            if impl is None:
-                impl = self._impls[id(eqn)] = control.compiled_impl(eqn) or eqn.prim.impl
-            res = impl(*ins, **eqn.params)
-            res = res if eqn.prim.multiple_results else [res]
-            for v, r in zip(eqn.outvars, res):
-                r = np.asarray(r, dtype=v.ty.dtype).reshape(v.ty.shape)
-                r = r if r.flags.c_contiguous else r.copy()
-                arrays[v] = r
-                slots[bp.slot_of(v)] = r.ctypes.data
+
+        def operand(a):
+            if isinstance(a, Literal):
+                return a.value
+            if a.ty.dynamic:          # from Python as is, or a copy of rows in native memory
+                return arrays[a] if a in arrays else stacks.read(descs[a], a.ty)
+            return _as_view_array(arrays, self.plan.view_of(a))
+
+        try:
+            for entry in self.program:
+                if entry[0] == "seg":
+                    rc = self._segs[entry[1]](slots)
+                    if rc:
+                        _raise(rc)
+                    continue
+                eqn = entry[1].eqn
+                impl = self._impls.get(id(eqn))
+                if impl is None:
+                    impl = self._impls[id(eqn)] = control_fallback.compiled_impl(eqn) or \
+                        eqn.prim.impl
+                res = impl(*[operand(a) for a in eqn.invars], **eqn.params)
+                res = res if eqn.prim.multiple_results else [res]
+                for v, r in zip(eqn.outvars, res):
+                    if v.ty.dynamic:
+                        r = stacks.check_input(r, v.ty, f"{eqn.prim.name} result")
+                        descs[v] = desc = stacks.descriptor(r)   # lent to native readers
+                        ptr = desc.ctypes.data
+                    else:
+                        r = np.asarray(r, dtype=v.ty.dtype).reshape(v.ty.shape)
+                        r = r if r.flags.c_contiguous else r.copy()
+                        ptr = r.ctypes.data
+                    arrays[v] = r
+                    slots[bp.slot_of(v)] = ptr
+        finally:
+            for k in bp.stack_slots:                   # the program's own stacks
+                stacks.release_py(descs[bp.slots[k].var])
         result = []
         returned = set()
         for j, a in enumerate(self.graph.outvars):
@@ -294,6 +378,9 @@ class Executable:
         from . import pyabi
         if not self.native:
             raise ValueError("tracejit: a hybrid executable has no single native kernel")
+        if not self.entry_ok:
+            raise ValueError("tracejit: a graph with stack inputs or outputs (run-time shapes) "
+                             "has no native entry; call the Executable")
         g = self.graph
         if spec is None:
             spec = pyabi.EntrySpec(
@@ -312,15 +399,19 @@ class Executable:
         return jit.emit_assembly(self.llvm_ir, opt=self.opt)
 
     def memory_analysis(self) -> dict:
-        """Bytes of arguments, outputs, the temporary arena (one per call) and the scratch that
-        native loops allocate while they run (carry double buffers, loop-body arenas)."""
+        """Bytes of arguments, outputs, the temporary arena (one per call), the scratch that
+        native loops allocate while they run (carry double buffers, loop-body arenas) and
+        ``stack_bytes_per_step``: what one step of every ``while_record`` records (its tape
+        grows by that much per iteration; nested loops counted once). Stack arguments and
+        outputs have run-time sizes and count 0 in the static totals."""
         g = self.graph
-        nbytes = lambda ty: ty.size * ty.dtype.itemsize  # noqa: E731
+        nbytes = lambda ty: 0 if ty.dynamic else ty.size * ty.dtype.itemsize  # noqa: E731
         return {"argument_bytes": sum(nbytes(v.ty) for v in g.invars),
                 "output_bytes": sum(nbytes(v.ty) for v in g.outvars),
                 "temp_bytes": self.buffers.arena_bytes,
                 "loop_scratch_bytes": control.scratch_bytes(self.emitter),
-                "constant_bytes": sum(a.nbytes for a in self.buffers.const_arrays)}
+                "constant_bytes": sum(a.nbytes for a in self.buffers.const_arrays),
+                "stack_bytes_per_step": stacks.bytes_per_step(g)}
 
     def describe(self) -> str:
         """The fusion groups, in execution order, with the printer's var names."""

@@ -12,6 +12,9 @@ Invariants:
 - Joining an equation to a group never creates a cycle between steps: the join is refused when
   an operand depends (through any step) on the group itself. Steps run in a topological order
   that keeps creation order where it can.
+- A stack (run-time leading dimension, ``stacks.py``) is never a view, a loop member or a copy:
+  an equation reading or defining one is a ``ControlStep`` (``while_record``, a scan of
+  run-time length, or a stack passed as a constant) or a ``FallbackStep``.
 - Loops are emitted by ``emit_loops``; which primitives have a native lowering is decided by
   ``emit_loops.can_lower*`` (the lowering tables live in the backend, keyed by primitive name).
 
@@ -26,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Literal, Type, Var
+from ..ir import Eqn, Literal, Type, Var
 from . import emit_loops
 
 VIEW_PRIMS = ("broadcast_in_dim", "transpose", "slice", "rev")
@@ -39,11 +42,18 @@ def unit_reshape(src, dst) -> bool:
 
 
 def row_major(shape):
+    """Element strides of a C-order array; a stack's run-time leading dimension (None) gets
+    the row size (it is the outermost, so nothing multiplies it)."""
     strides, acc = [], 1
     for d in reversed(shape):
         strides.append(acc)
-        acc *= d
+        acc *= d if d is not None else 0
     return tuple(reversed(strides))
+
+
+def touches_stack(eqn) -> bool:
+    """Whether an equation reads or defines a stack (a value of run-time leading dimension)."""
+    return any(a.ty.dynamic for a in (*eqn.invars, *eqn.outvars))
 
 
 class View:
@@ -162,8 +172,8 @@ class ScanStep(EqnStep):
 
 
 class ControlStep(EqnStep):
-    """cond / while / scan as native branches and loops (``control.py``); ``subs``: the
-    partitioned sub-graphs (branches, or cond and body, or the scan body)."""
+    """cond / while / scan / while_record as native branches and loops (``control.py``);
+    ``subs``: the partitioned sub-graphs (branches, or cond and body, or the scan body)."""
     kind = "control"
 
     def __init__(self, index, eqn, subs):
@@ -280,6 +290,9 @@ def partition(graph) -> Plan:
     for eqn in graph.eqns:
         name = eqn.prim.name
         ins, outs = eqn.invars, eqn.outvars
+        if touches_stack(eqn) and eqn.prim.kind != "control":
+            _fallback(plan, eqn)                 # loops, views and copies need static shapes
+            continue
         if name in VIEW_PRIMS and isinstance(ins[0], (Var, Literal)) and \
                 plan.member_of.get(id(ins[0])) is None:
             plan.views[id(outs[0])] = plan.view_of(ins[0]).compose(name, eqn.params, outs[0].ty)
@@ -360,19 +373,46 @@ def partition(graph) -> Plan:
         if eqn.prim.kind == "control":
             subs = _control_subs(plan, eqn)
             if subs is not None:
+                eqn = contiguous_operands(plan, eqn)
                 step = plan.new(ControlStep, eqn, subs)
-                plan.add_preds(step, ins)
+                plan.add_preds(step, eqn.invars)
                 for v in outs:
                     step.writes.append(v)
                     plan.producer[id(v)] = step
                 continue
-        step = plan.new(FallbackStep, eqn)
-        plan.add_preds(step, ins)
-        for v in outs:
-            step.writes.append(v)
-            plan.producer[id(v)] = step
+        _fallback(plan, eqn)
     _finish(plan)
     return plan
+
+
+def contiguous_operands(plan, eqn):
+    """``eqn`` reading a contiguous copy (a copy loop into a new temporary) of each operand that
+    is a strided view: a control step lends its operands to sub-graphs as plain pointers.
+    Literals and broadcasts of literals stay as they are (the driver materialises them)."""
+    ins = []
+    for a in eqn.invars:
+        view = plan.view_of(a)
+        if isinstance(view.base, Literal) or view.contiguous():
+            ins.append(a)
+            continue
+        copy = Var(a.ty.strong())
+        g = plan.new(LoopGroup, a.ty.shape)
+        plan.add_preds(g, [a])
+        g.stores.append((a, View.whole(copy)))
+        g.writes.append(copy)
+        plan.producer[id(copy)] = g
+        ins.append(copy)
+    if all(x is y for x, y in zip(ins, eqn.invars)):
+        return eqn
+    return Eqn(eqn.prim, tuple(ins), eqn.outvars, eqn.params, eqn.source)
+
+
+def _fallback(plan, eqn):
+    step = plan.new(FallbackStep, eqn)
+    plan.add_preds(step, eqn.invars)
+    for v in eqn.outvars:
+        step.writes.append(v)
+        plan.producer[id(v)] = step
 
 
 def _arg_ok(plan, eqn) -> bool:
@@ -493,6 +533,8 @@ def _finish(plan: Plan):
             plan.out_aliases[id(base)] = j
         elif isinstance(p, FallbackStep) and view.is_whole():
             continue                          # returned as the NumPy array it is
+        elif a.ty.dynamic:
+            continue                          # a stack input or a repeat: Executable copies
         else:
             final_copies.append((j, a))
     for j, a in final_copies:

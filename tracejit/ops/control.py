@@ -6,7 +6,15 @@
   ``carry = body(*body_consts, *carry)`` while ``cond(*cond_consts, *carry)``.
 - ``scan[body, length, reverse, n_consts, n_carry] *consts *carry *xs``: ``body(*consts, *carry,
   *x_i) -> (*carry, *y_i)`` over the leading axis of the xs; returns the final carry and the
-  stacked ys.
+  stacked ys. ``length=None``: a scan of run-time length over *stacks* (xs typed ``T[?,...]``,
+  at least one; their common leading dimension is the trip count); the ys are stacks too.
+- ``while_record[cond, body, n_cond_consts, n_body_consts, n_carry] *cond_consts *body_consts
+  *carry``: a while loop whose ``body(*body_consts, *carry) -> (*carry, *y)`` also returns
+  per-step records; returns the final carry, ``live: bool[?]`` (one entry per step that ran:
+  all True, except under vmap, where a lane that finished early has False for the steps the
+  other lanes still ran) and the stacked ys (``T[?,...]``, one row per step). It is the forward
+  pass of a while loop's reverse mode: the ys are the residuals (its tape), grown as the loop
+  runs, and the backward pass is a reverse ``scan[length=None]`` over them.
 Sub-graphs are closed: values they capture from the enclosing trace are explicit const operands.
 """
 from __future__ import annotations
@@ -95,9 +103,12 @@ attach_control_rules(while_p, "while")
 def _scan_shape(*args, body, length, reverse, n_consts, n_carry):
     carry = args[n_consts:n_consts + n_carry]
     xs = args[n_consts + n_carry:]
+    if length is None and not xs:
+        raise ShapeError("scan of run-time length (length=None) needs at least one stack in xs")
     for x in xs:
         if x.ndim == 0 or x.shape[0] != length:
-            raise ShapeError(f"scan: every xs leaf needs leading dimension {length}, got {x}")
+            want = "a stack T[?,...]" if length is None else f"leading dimension {length}"
+            raise ShapeError(f"scan: every xs leaf needs {want}, got {x}")
     outs = body.out_types
     if _strong(outs[:n_carry]) != _strong(carry):
         raise ShapeError(f"scan: the body returns carry {_types_text(outs[:n_carry])} but the "
@@ -106,10 +117,20 @@ def _scan_shape(*args, body, length, reverse, n_consts, n_carry):
     return _strong(carry) + ys
 
 
+def stack_length(xs) -> int:
+    """The common run-time length of the stacks ``xs`` (a ValueError if they differ)."""
+    lengths = {int(np.shape(x)[0]) for x in xs}
+    if len(lengths) != 1:
+        raise ValueError(f"scan: stacks of different lengths {sorted(lengths)}")
+    return lengths.pop()
+
+
 def _scan_impl(*args, body, length, reverse, n_consts, n_carry):
     consts = list(args[:n_consts])
     carry = list(args[n_consts:n_consts + n_carry])
     xs = [np.asarray(x) for x in args[n_consts + n_carry:]]
+    if length is None:
+        length = stack_length(xs)
     out_types = body.out_types
     ys = [np.empty((length,) + t.shape, dtype=t.dtype) for t in out_types[n_carry:]]
     for step in range(length):
@@ -124,3 +145,40 @@ def _scan_impl(*args, body, length, reverse, n_consts, n_carry):
 
 scan_p = Primitive("scan", "control", _scan_shape, _scan_impl, multiple_results=True)
 attach_control_rules(scan_p, "scan")
+
+
+def _while_record_shape(*args, cond, body, n_cond_consts, n_body_consts, n_carry):
+    carry = args[n_cond_consts + n_body_consts:]
+    if len(carry) != n_carry:
+        raise ShapeError(f"while_record: {len(carry)} carries but n_carry={n_carry}")
+    outs = body.out_types
+    _while_shape(*args, cond=cond, body=body.replace(outvars=body.outvars[:n_carry]),
+                 n_cond_consts=n_cond_consts, n_body_consts=n_body_consts)
+    ys = [Type(t.dtype, (None,) + t.shape) for t in outs[n_carry:]]
+    return _strong(carry) + [Type(np.dtype(bool), (None,))] + ys
+
+
+def _while_record_impl(*args, cond, body, n_cond_consts, n_body_consts, n_carry):
+    cc = list(args[:n_cond_consts])
+    bc = list(args[n_cond_consts:n_cond_consts + n_body_consts])
+    carry = list(args[n_cond_consts + n_body_consts:])
+    out_types = body.out_types
+    rows = [[] for _ in out_types[n_carry:]]
+    limit, count = config.max_while_iterations, 0
+    while bool(literal_value(eval_graph(cond, cc + carry)[0])):
+        count += 1
+        if limit is not None and count > limit:
+            raise RuntimeError(f"while_loop exceeded config.max_while_iterations = {limit}")
+        outs = [np.asarray(literal_value(o), dtype=t.dtype)
+                for o, t in zip(eval_graph(body, bc + carry), out_types)]
+        carry = outs[:n_carry]
+        for r, y in zip(rows, outs[n_carry:]):
+            r.append(y)
+    ys = [np.stack(r) if r else np.empty((0,) + t.shape, t.dtype)
+          for r, t in zip(rows, out_types[n_carry:])]
+    return [np.asarray(c) for c in carry] + [np.ones(count, dtype=bool)] + ys
+
+
+while_record_p = Primitive("while_record", "control", _while_record_shape, _while_record_impl,
+                           multiple_results=True)
+attach_control_rules(while_record_p, "while_record")

@@ -43,6 +43,11 @@ def to_batched(x, d, B):
     return st.transpose_p.bind(x, perm=perm)
 
 
+def _home(x) -> int:
+    """Where a batched value keeps its batch axis: 0, or 1 for a stack (``T[?,B,...]``)."""
+    return 1 if type_of(x).dynamic else 0
+
+
 def move_batch(x, src, dst):
     """Move axis ``src`` of ``x`` to position ``dst``."""
     if src == dst:
@@ -255,31 +260,48 @@ def _fixed_point(make, carry_dims):
 
 
 def _while_rule(args, dims, B, *, cond, body, n_cond_consts, n_body_consts):
-    ncc, nbc = n_cond_consts, n_body_consts
+    return _batch_while(args, dims, B, cond, body, n_cond_consts, n_body_consts, None)
+
+
+def _while_record_rule(args, dims, B, *, cond, body, n_cond_consts, n_body_consts, n_carry):
+    return _batch_while(args, dims, B, cond, body, n_cond_consts, n_body_consts, n_carry)
+
+
+def _batch_while(args, dims, B, cond, body, ncc, nbc, n_carry):
+    """Batch a ``while`` (``n_carry`` None) or a ``while_record`` (its records, stacks, come out
+    batched at axis 1). With a batched predicate the loop runs while any lane is active and
+    finished lanes keep their values; a ``while_record`` then records in ``live`` which lanes
+    were still running at each step (the backward scan leaves the others' carries alone)."""
+    record = n_carry is not None
+    nc = n_carry if record else len(body.outvars)
+    ny = len(body.outvars) - nc
+    prim = cf.while_record_p if record else cf.while_p
+    params = dict(n_carry=nc) if record else {}
     cc, bc, carry = args[:ncc], args[ncc:ncc + nbc], args[ncc + nbc:]
     ccd, bcd, cd = dims[:ncc], dims[ncc:ncc + nbc], dims[ncc + nbc:]
 
     def make_body(carry_dims):
         g, out = batch_graph(body, list(bcd) + list(carry_dims), B,
-                             force_out=[d is not None for d in carry_dims])
-        return g, out
+                             force_out=[d is not None for d in carry_dims] + [False] * ny)
+        return g, out[:nc]
 
     _, cdims = _fixed_point(make_body, cd)
     cg, (pd,) = batch_graph(cond, list(ccd) + cdims, B)
     if pd is None:
-        bg, _ = make_body(cdims)
+        bg, out = batch_graph(body, list(bcd) + cdims, B,
+                              force_out=[d is not None for d in cdims] + [False] * ny)
         carry = [to_batched(x, None, B) if d is not None and od is None else x
                  for x, od, d in zip(carry, cd, cdims)]
-        outs = cf.while_p.bind(*cc, *bc, *carry, cond=cg, body=bg, n_cond_consts=ncc,
-                               n_body_consts=nbc)
-        return outs, cdims
-    # batched predicate: loop while any lane is active; finished lanes keep their values
-    all_dims = [0] * len(carry)
+        outs = prim.bind(*cc, *bc, *carry, cond=cg, body=bg, n_cond_consts=ncc,
+                         n_body_consts=nbc, **params)
+        ydims = [None] + [None if d is None else 1 for d in out[nc:]] if record else []
+        return outs, cdims + ydims
+    all_dims = [0] * nc
     carry = [to_batched(x, d, B) for x, d in zip(carry, cd)]
     cond_b, _ = batch_graph(cond, list(ccd) + all_dims, B)
-    body_b, _ = batch_graph(body, list(bcd) + all_dims, B, force_out=[True] * len(carry))
-    from ..numpy.reductions import any as any_
+    body_b, _ = batch_graph(body, list(bcd) + all_dims, B, force_out=[True] * (nc + ny))
     from ..numpy.logic import where
+    from ..numpy.reductions import any as any_
 
     def any_cond(*xs):
         return [any_(eval_graph(cond_b, list(xs))[0])]
@@ -288,7 +310,8 @@ def _while_rule(args, dims, B, *, cond, body, n_cond_consts, n_body_consts):
         consts_c, consts_b, c = xs[:ncc], xs[ncc:ncc + nbc], xs[ncc + nbc:]
         active = eval_graph(cond_b, list(consts_c) + list(c))[0]
         new = eval_graph(body_b, list(consts_b) + list(c))
-        return [where(_bcast_pred(active, n), n, o) for n, o in zip(new, c)]
+        kept = [where(_bcast_pred(active, n), n, o) for n, o in zip(new[:nc], c)]
+        return kept + ([active] + list(new[nc:]) if record else [])
 
     cc_types = [type_of(x) for x in cc]
     bc_types = [type_of(x) for x in bc]
@@ -296,16 +319,19 @@ def _while_rule(args, dims, B, *, cond, body, n_cond_consts, n_body_consts):
     g_cond, cap1 = make_graph(any_cond, cc_types + c_types)
     g_body, cap2 = make_graph(masked_body, cc_types + bc_types + c_types)
     assert not cap1 and not cap2
-    outs = cf.while_p.bind(*cc, *cc, *bc, *carry, cond=g_cond, body=g_body, n_cond_consts=ncc,
-                           n_body_consts=ncc + nbc)
-    return outs, all_dims
+    outs = prim.bind(*cc, *cc, *bc, *carry, cond=g_cond, body=g_body, n_cond_consts=ncc,
+                     n_body_consts=ncc + nbc, **params)
+    if not record:
+        return outs, all_dims
+    # outs: carries, live (every step ran for the batch as a whole), per-lane activity, records
+    return list(outs[:nc]) + list(outs[nc + 1:]), all_dims + [1] + [1] * ny
 
 
 def _scan_rule(args, dims, B, *, body, length, reverse, n_consts, n_carry):
     consts, carry, xs = args[:n_consts], args[n_consts:n_consts + n_carry], \
         args[n_consts + n_carry:]
     kd, cd, xd = dims[:n_consts], dims[n_consts:n_consts + n_carry], dims[n_consts + n_carry:]
-    xs = [move_batch(to_batched(x, 0, B), 0, 1) if d is not None else x for x, d in zip(xs, xd)]
+    xs = [move_batch(x, 0, 1) if d == 0 else x for x, d in zip(xs, xd)]    # stacks: at 1
     x_body_dims = [0 if d is not None else None for d in xd]
     n_ys = len(body.outvars) - n_carry
 
@@ -323,8 +349,10 @@ def _scan_rule(args, dims, B, *, body, length, reverse, n_consts, n_carry):
     outs = cf.scan_p.bind(*consts, *carry, *xs, body=g, length=length, reverse=reverse,
                           n_consts=n_consts, n_carry=n_carry)
     ydims = out[n_carry:]
-    ys = [move_batch(y, 1, 0) if d is not None else y for y, d in zip(outs[n_carry:], ydims)]
-    return list(outs[:n_carry]) + ys, cdims + [0 if d is not None else None for d in ydims]
+    ys = [move_batch(y, 1, 0) if d is not None and length is not None else y
+          for y, d in zip(outs[n_carry:], ydims)]
+    return list(outs[:n_carry]) + ys, cdims + [None if d is None else _home(y)
+                                               for y, d in zip(ys, ydims)]
 
 
 def _remat_rule(args, dims, B, *, call, policy):
@@ -343,7 +371,7 @@ def _rules():
     from ..checkpoint import remat_p
     from ..core import REGISTRY
     rules = {ct.dot_general_p: _dot_rule, cf.cond_p: _cond_rule, cf.while_p: _while_rule,
-             cf.scan_p: _scan_rule, remat_p: _remat_rule}
+             cf.while_record_p: _while_record_rule, cf.scan_p: _scan_rule, remat_p: _remat_rule}
     for name in ("custom_jvp_call", "custom_vjp_call"):
         if name in REGISTRY:
             rules[REGISTRY[name]] = _inline_call_rule
@@ -354,9 +382,10 @@ _RULES = _rules()
 
 
 def apply_rule(prim, args, dims, B, params):
-    """Batch one equation: (outputs, out dims) with every batched value at axis 0."""
-    args = [to_batched(x, d, B) if d not in (None, 0) else x for x, d in zip(args, dims)]
-    dims = [None if d is None else 0 for d in dims]
+    """Batch one equation: (outputs, out dims) with every batched value at axis 0 (a batched
+    stack, whose axis 0 is its run-time length, at axis 1)."""
+    args = [to_batched(x, d, B) if d not in (None, _home(x)) else x for x, d in zip(args, dims)]
+    dims = [None if d is None else _home(x) for x, d in zip(args, dims)]
     if prim.batch is not None:
         return prim.batch(args, dims, B, **params)
     if prim in _RULES:

@@ -16,13 +16,15 @@ splits one JVP'd equation into a known equation (run in the forward pass) and an
 - ``cond``: the known cond outputs the primal results and the residuals of whichever branch ran
   (each branch fills its own residual slots, zeros elsewhere); the linear cond picks the same
   branch's linear part; its transpose is a cond over the transposed branches.
-- ``while``: the trip count is data-dependent and shapes are static, so residuals cannot be
-  stacked. The known while computes the primal result; the unknown equation keeps the JVP'd
-  loop, and its transpose *recomputes*: the trip count n is found again, then segments of
-  K = WHILE_SEGMENT steps are processed last to first — the primal loop is re-run from the
-  initial carry to the segment's start, the segment's K carries are recorded by a fixed-length
-  scan, and the transposed body runs over them in reverse. Memory: K carries, whatever n is;
-  time: n + n²/(2K) body evaluations (a loop of up to K steps costs two passes).
+- ``while``: the trip count is data-dependent, so the residuals go on a *tape* that grows as
+  the loop runs. The known equation is a ``while_record``: the primal loop that also returns,
+  per step, the residuals the linear part needs (stacks ``T[?,...]``, one row per step;
+  loop-invariant residuals are not recorded) and ``live`` (which steps ran: all of them, except
+  for lanes that finished early under vmap). The linear part is a ``scan`` of run-time length
+  over the tape (``length=None``), a step that did not run keeping its carry; transposing it is
+  the scan rule above: a reverse scan over the tape. Memory: one row of residuals per step
+  (``tj.residual_bytes`` measures it); time: one primal and one backward body per step. Higher
+  orders differentiate ``while_record`` like ``while`` (its records get tangents too).
 - ``remat_call`` (``checkpoint``): the known equation computes outputs only; the linear part
   keeps the JVP'd call and its transpose recomputes the residuals from the saved inputs.
 """
@@ -89,14 +91,16 @@ def _eqn_depends(eqn: Eqn, flags) -> list[bool]:
         cu = _carry_fixed_point(lambda cu: depends(p["body"], flags[:nk] + cu + flags[nk + nc:])
                                 [:nc], flags[nk:nk + nc])
         return cu + depends(p["body"], flags[:nk] + cu + flags[nk + nc:])[nc:]
-    if name == "while":
-        ncc, nbc = p["n_cond_consts"], p["n_body_consts"]
+    if name in ("while", "while_record"):
+        ncc, nbc, nc, _ = _while_arity(p, name == "while_record")
         bflags = flags[ncc:ncc + nbc]
-        cu = _carry_fixed_point(lambda cu: depends(p["body"], bflags + cu),
+        cu = _carry_fixed_point(lambda cu: depends(p["body"], bflags + cu)[:nc],
                                 flags[ncc + nbc:])
         if any(flags[:ncc]) or any(depends(p["cond"], flags[:ncc] + cu)):
             return [True] * n_out                 # the trip count itself depends on them
-        return cu
+        if name == "while":
+            return cu
+        return cu + [False] + depends(p["body"], bflags + cu)[nc:]
     return [True] * n_out
 
 
@@ -113,6 +117,22 @@ def _split(graph: Graph, unknown_in, unknown_out):
     g = _reorder(graph, ki + ui, ko + uo)
     fwd, lin, n_res = partial_eval(g, len(ki), len(ko))
     return fwd, lin, n_res, ki, ui, ko, uo
+
+
+def _split_stored(graph: Graph, unknown_in, unknown_out):
+    """``_split`` for a loop body or branch whose residuals are stored per step (per branch).
+
+    A residual that is itself a stack (the tape of a while loop inside the body) cannot be
+    stored per step again (its rows would have different lengths), so then the body is
+    checkpointed: its known inputs are the residuals and the backward pass re-runs it,
+    rebuilding the inner tape (``remat``, see checkpoint.py)."""
+    split = _split(graph, unknown_in, unknown_out)
+    fwd, n_res = split[0], split[2]
+    if not any(v.ty.dynamic for v in fwd.outvars[len(fwd.outvars) - n_res:]):
+        return split
+    from ..checkpoint import remat_p
+    wrapped = _closed(lambda *xs: remat_p.bind(*xs, call=graph, policy=None), graph.in_types)
+    return _split(wrapped, unknown_in, unknown_out)
 
 
 def _as_value(x, t: Type):
@@ -142,7 +162,7 @@ def cond_partial_eval(eqn: Eqn, known):
     branches = eqn.params["branches"]
     unknown_in = [not k for k in known[1:]]
     unknown_out = [any(flags) for flags in zip(*[depends(g, unknown_in) for g in branches])]
-    splits = [_split(g, unknown_in, unknown_out) for g in branches]
+    splits = [_split_stored(g, unknown_in, unknown_out) for g in branches]
     ki, ui, ko, uo = splits[0][3:]
     res_types = [[v.ty for v in s[1].invars[:s[2]]] for s in splits]
     all_res = [t for ts in res_types for t in ts]
@@ -265,7 +285,7 @@ def scan_partial_eval(eqn: Eqn, known):
     unknown_in = unknown_in[:nk] + cu + unknown_in[nk + nc:]
     unknown_out = depends(body, unknown_in)
     unknown_out[:nc] = cu
-    fwd, lin, n_res, ki, ui, ko, uo = _split(body, unknown_in, unknown_out)
+    fwd, lin, n_res, ki, ui, ko, uo = _split_stored(body, unknown_in, unknown_out)
     res_vars = list(lin.invars[:n_res])
     fwd_res = list(fwd.outvars[len(ko):])
     # residuals that are the body's known consts are loop-invariant: pass them, don't stack
@@ -298,8 +318,13 @@ def scan_partial_eval(eqn: Eqn, known):
         [n_res + nu_c + j for j in range(nu_carry)] + r_iter_idx + \
         [n_res + nu_c + nu_carry + j for j in range(len(u_xs))]
     lin_body = _reorder(lin, lin_order)
+    extra_xs = ()
+    if length is None and not stacked and not u_xs:
+        # a scan of run-time length takes its trip count from a stack: pass a known one along
+        extra_xs = (ins[k_xs[0]],)
+        lin_body = _fresh_inputs(lin_body, [body.invars[k_xs[0]].ty], len(lin_body.invars))
     u_eqn = Eqn(scan_p, tuple(const_res_outer) + tuple(ins[i] for i in u_consts + u_carry) +
-                tuple(stacked) + tuple(ins[i] for i in u_xs),
+                tuple(stacked) + tuple(ins[i] for i in u_xs) + extra_xs,
                 tuple(eqn.outvars[i] for i in uo),
                 dict(p, body=lin_body, n_consts=len(const_res_outer) + nu_c, n_carry=nu_carry),
                 eqn.source)
@@ -339,10 +364,21 @@ def scan_transpose(cts, *args, body, length, reverse, n_consts, n_carry):
         d_lc, d_c, d_lx = outs[:len(lc)], outs[len(lc):len(lc) + nc], outs[len(lc) + nc:]
         return [ad.add(a, d) for a, d in zip(acc, d_lc)] + list(d_c) + list(d_lx)
 
-    t_body = _closed(step, [body.invars[i].ty for i in rc] + lc_types + c_types + rx_types +
-                     y_types)
+    # a zero cotangent of a ys stack is not materialised: each step makes its zero row
+    y_live = [not is_zero(c) for c in cts[nc:]]
+
+    def step_rows(*vals):
+        head, rows = vals[:len(vals) - sum(y_live)], iter(vals[len(vals) - sum(y_live):])
+        ct_y = [next(rows) if lv else ad.zeros(t) for lv, t in zip(y_live, y_types)]
+        return step(*head, *ct_y)
+
+    t_body = _closed(step_rows, [body.invars[i].ty for i in rc] + lc_types + c_types +
+                     rx_types + [t for t, lv in zip(y_types, y_live) if lv])
     ct_carry = [_as_value(c, t) for c, t in zip(cts[:nc], c_types)]
-    ct_ys = [_as_value(c, Type(t.dtype, (length,) + t.shape)) for c, t in zip(cts[nc:], y_types)]
+    ct_ys = [c for c, lv in zip(cts[nc:], y_live) if lv]
+    if length is None and not rx and not ct_ys:
+        raise NotImplementedError("tracejit: internal error: transposing a scan of run-time "
+                                  "length with no stack left to count its steps")
     acc0 = [ad.zeros(t) for t in lc_types]
     outs = scan_p.bind(*[consts[i] for i in rc], *acc0, *ct_carry, *[xs[i] for i in rx],
                        *ct_ys, body=t_body, length=length, reverse=not reverse,
@@ -361,177 +397,172 @@ def scan_transpose(cts, *args, body, length, reverse, n_consts, n_carry):
 
 
 # ---------------------------------------------------------------------------------------------
-# while
+# while (and while_record, its forward pass with a tape)
 
-def while_jvp(primals, tangents, *, cond, body, n_cond_consts, n_body_consts):
-    from ..ops.control import while_p
-    ncc, nbc = n_cond_consts, n_body_consts
-    cc, bc, carry = primals[:ncc], primals[ncc:ncc + nbc], primals[ncc + nbc:]
+def _while_arity(params, record):
+    """(n_cond_consts, n_body_consts, n_carry, n_records) of a while or a while_record."""
+    n_out = len(params["body"].outvars)
+    nc = params["n_carry"] if record else n_out
+    return params["n_cond_consts"], params["n_body_consts"], nc, n_out - nc
+
+
+def _while_jvp(primals, tangents, params, record):
+    from ..ops.control import while_p, while_record_p
+    prim = while_record_p if record else while_p
+    cond, body = params["cond"], params["body"]
+    ncc, nbc, nc, ny = _while_arity(params, record)
+    n_out = nc + ny
     bd = [not is_zero(t) for t in tangents[ncc:ncc + nbc]]
     c_types = body.in_types[nbc:]
-    nc = len(c_types)
     cd0 = [not is_zero(t) and differentiable(ty) for t, ty in
            zip(tangents[ncc + nbc:], c_types)]
 
     def carry_out_nonzero(cd):
         _, zero_out = jvp_graph(body, bd + cd)
-        return [not z and differentiable(ty) for z, ty in zip(zero_out, c_types)]
+        return [not z and differentiable(ty) for z, ty in zip(zero_out[:nc], c_types)]
 
     cd = _carry_fixed_point(carry_out_nonzero, cd0)
-    if not any(cd):
-        outs = while_p.bind(*primals, cond=cond, body=body, n_cond_consts=ncc,
-                            n_body_consts=nbc)
-        return outs, [Zero(tangent_type(t)) for t in c_types]
-    jg, _ = jvp_graph(body, bd + cd)
+    jg, zero_out = jvp_graph(body, bd + cd)
+    yd = [not z and differentiable(ty) for z, ty in zip(zero_out[nc:], body.out_types[nc:])]
+    if not any(cd) and not any(yd):
+        outs = prim.bind(*primals, **params)
+        return outs, [Zero(tangent_type(ad.ty(o))) for o in outs]
     n_in = len(body.invars)
     bt = [n_in + i for i in range(sum(bd))]
     ct_ = [n_in + sum(bd) + i for i in range(sum(cd))]
     in_order = list(range(nbc)) + bt + list(range(nbc, n_in)) + ct_
-    out_order = list(range(nc)) + [nc + i for i in range(nc) if cd[i]]
+    out_order = list(range(nc)) + [n_out + i for i in range(nc) if cd[i]] + \
+        list(range(nc, n_out)) + [n_out + nc + j for j in range(ny) if yd[j]]
     new_body = _reorder(jg, in_order, out_order)
     t_types = [tangent_type(t) for t, d in zip(c_types, cd) if d]
     new_cond = _fresh_inputs(cond, t_types, len(cond.invars))
+    cc, bc, carry = primals[:ncc], primals[ncc:ncc + nbc], primals[ncc + nbc:]
     b_t = [t for t, d in zip(tangents[ncc:ncc + nbc], bd) if d]
     c_t = [_as_value(t, ty) for t, ty, d in zip(tangents[ncc + nbc:], c_types, cd) if d]
-    outs = while_p.bind(*cc, *bc, *b_t, *carry, *c_t, cond=new_cond, body=new_body,
-                        n_cond_consts=ncc, n_body_consts=nbc + len(b_t))
-    it = iter(outs[nc:])
-    return outs[:nc], [next(it) if d else Zero(tangent_type(ty)) for d, ty in zip(cd, c_types)]
+    new = dict(params, cond=new_cond, body=new_body, n_body_consts=nbc + len(b_t))
+    if record:
+        new["n_carry"] = nc + len(c_t)
+    outs = prim.bind(*cc, *bc, *b_t, *carry, *c_t, **new)
+    it = iter(outs[nc:nc + len(c_t)])
+    t_carry = [next(it) if d else Zero(tangent_type(ty)) for d, ty in zip(cd, c_types)]
+    if not record:
+        return outs[:nc], t_carry
+    rest = outs[nc + len(c_t):]               # live, ys, ys tangents
+    live, ys, ys_t = rest[0], rest[1:1 + ny], iter(rest[1 + ny:])
+    t_ys = [next(ys_t) if d else Zero(tangent_type(ad.ty(y))) for d, y in zip(yd, ys)]
+    return list(outs[:nc]) + [live] + list(ys), \
+        t_carry + [Zero(tangent_type(ad.ty(live)))] + t_ys
+
+
+def while_jvp(primals, tangents, **params):
+    return _while_jvp(primals, tangents, params, record=False)
+
+
+def while_record_jvp(primals, tangents, **params):
+    return _while_jvp(primals, tangents, params, record=True)
+
+
+def _while_partial_eval(eqn: Eqn, known, record):
+    """Known: a ``while_record`` running the primal loop (known carries and records) that also
+    records, per step, the residuals the linear part needs (its tape; loop-invariant residuals
+    are not recorded) and which steps ran (``live``). Unknown: a ``scan`` of run-time length
+    over the tape: the linear recurrence of the tangent carries, where a step that did not run
+    (a finished lane under vmap) keeps its carry."""
+    from ..numpy.logic import where
+    from ..ops.control import scan_p, while_record_p
+    p = eqn.params
+    cond, body = p["cond"], p["body"]
+    ncc, nbc, nc, ny = _while_arity(p, record)
+    if not all(known[:ncc]):
+        return None
+    unknown_in = [not k for k in known[ncc:]]
+    cu = _carry_fixed_point(lambda cu: depends(body, unknown_in[:nbc] + cu)[:nc],
+                            unknown_in[nbc:])
+    if any(depends(cond, [False] * ncc + cu)):
+        return None                                   # the trip count depends on tangents
+    unknown_out = depends(body, unknown_in[:nbc] + cu)
+    unknown_out[:nc] = cu
+    fwd, lin, n_res, ki, ui, ko, uo = _split_stored(body, unknown_in[:nbc] + cu,
+                                                    unknown_out)
+    fwd_res = list(fwd.outvars[len(ko):])
+    const_of = {id(body.invars[i]): i for i in ki if i < nbc}
+    invariant = [id(r) in const_of for r in fwd_res]
+    stacked = [Var(Type(r.ty.dtype, (None,) + r.ty.shape))
+               for r, c in zip(fwd_res, invariant) if not c]
+    live = eqn.outvars[nc] if record else Var(Type(np.dtype(bool), (None,)))
+    outs = eqn.outvars
+
+    def out(i):                                      # body output i -> the equation's result
+        return outs[i] if i < nc else outs[i + 1]
+
+    ins = eqn.invars
+    k_consts = [i for i in ki if i < nbc]
+    k_carry = [i for i in ki if i >= nbc]
+    fwd_rec = fwd.replace(outvars=tuple(fwd.outvars[:len(ko)]) +
+                          tuple(r for r, c in zip(fwd_res, invariant) if not c))
+    k_eqn = Eqn(while_record_p,
+                tuple(ins[:ncc]) + tuple(ins[ncc + i] for i in k_consts + k_carry),
+                tuple(out(i) for i in ko if i < nc) + (live,) +
+                tuple(out(i) for i in ko if i >= nc) + tuple(stacked),
+                dict(cond=_drop_unused_inputs(cond, [True] * ncc + [not u for u in cu]),
+                     body=fwd_rec, n_cond_consts=ncc, n_body_consts=len(k_consts),
+                     n_carry=len(k_carry)), eqn.source)
+    # the linear scan: consts (invariant residuals, unknown body consts), carry (unknown
+    # carries), xs (live, recorded residuals)
+    r_inv = [j for j, c in enumerate(invariant) if c]
+    r_it = [j for j, c in enumerate(invariant) if not c]
+    u_consts = [i for i in ui if i < nbc]
+    u_carry = [i for i in ui if i >= nbc]
+    u_types = [v.ty for v in lin.invars[n_res:]]
+    n_uc, n_car = len(u_consts), len(u_carry)
+
+    def step(*vals):
+        r_inv_v, rest = vals[:len(r_inv)], vals[len(r_inv):]
+        u_c, carry, rest = rest[:n_uc], rest[n_uc:n_uc + n_car], rest[n_uc + n_car:]
+        live_i, r_it_v = rest[0], rest[1:]
+        res = [None] * n_res
+        for j, v in zip(r_inv, r_inv_v):
+            res[j] = v
+        for j, v in zip(r_it, r_it_v):
+            res[j] = v
+        new = eval_graph(lin, res + list(u_c) + list(carry))
+        return [where(live_i, n, c) for n, c in zip(new[:n_car], carry)] + list(new[n_car:])
+
+    g = _closed(step, [fwd_res[j].ty for j in r_inv] + u_types + [Type(np.dtype(bool), ())] +
+                [fwd_res[j].ty for j in r_it])
+    u_eqn = Eqn(scan_p,
+                tuple(ins[ncc + const_of[id(fwd_res[j])]] for j in r_inv) +
+                tuple(ins[ncc + i] for i in u_consts + u_carry) + (live,) + tuple(stacked),
+                tuple(out(i) for i in uo),
+                dict(body=g, length=None, reverse=False, n_consts=len(r_inv) + n_uc,
+                     n_carry=n_car), eqn.source)
+    return [k_eqn], [u_eqn]
 
 
 def while_partial_eval(eqn: Eqn, known):
-    """Known while: the primal loop alone. Unknown: the JVP'd loop itself (its primal outputs
-    are dead), transposed by recomputation (see the module docstring)."""
-    from ..ops.control import while_p
-    p = eqn.params
-    cond, body, ncc, nbc = p["cond"], p["body"], p["n_cond_consts"], p["n_body_consts"]
-    if not all(known[:ncc]):
-        return None
-    nc = len(body.outvars)
-    unknown_in = [not k for k in known[ncc:]]
+    return _while_partial_eval(eqn, known, record=False)
 
-    def carry_unknown(cu):
-        return depends(body, unknown_in[:nbc] + cu)
 
-    cu = _carry_fixed_point(carry_unknown, unknown_in[nbc:])
-    if any(depends(cond, [False] * ncc + cu)):
-        return None                                   # the trip count depends on tangents
-    if all(cu):
-        return None
-    kc = [i for i in range(nc) if not cu[i]]
-    kb = [i for i in range(nbc) if known[ncc + i]]
-    # the primal loop: known body consts and carries only
-    fwd, _, _, ki, _, ko, _ = _split(body, unknown_in[:nbc] + cu, cu)
-    fwd = fwd.replace(outvars=fwd.outvars[:len(ko)])
-    ins = eqn.invars
-    k_eqn = Eqn(while_p, tuple(ins[:ncc]) + tuple(ins[ncc + i] for i in kb) +
-                tuple(ins[ncc + nbc + i] for i in kc), tuple(eqn.outvars[i] for i in kc),
-                dict(cond=_drop_unused_inputs(cond, [True] * ncc + [not u for u in cu]),
-                     body=fwd, n_cond_consts=ncc, n_body_consts=len(kb)), eqn.source)
-    dead = [Var(eqn.outvars[i].ty) if not cu[i] else eqn.outvars[i] for i in range(nc)]
-    u_eqn = Eqn(while_p, eqn.invars, tuple(dead), dict(p), eqn.source)
-    del ki
-    return [k_eqn], [u_eqn]
+def while_record_partial_eval(eqn: Eqn, known):
+    return _while_partial_eval(eqn, known, record=True)
 
 
 def _drop_unused_inputs(graph: Graph, keep) -> Graph:
     return graph.replace(invars=tuple(v for v, k in zip(graph.invars, keep) if k))
 
 
-WHILE_SEGMENT = 16      # steps recorded at a time by the backward pass of a while loop
+def while_transpose(cts, *args, **params):
+    raise NotImplementedError(
+        "tracejit: internal error: a while loop reached transposition whole; its partial "
+        "evaluation should have split it into a recording loop and a linear scan")
 
 
-def while_transpose(cts, *args, cond, body, n_cond_consts, n_body_consts):
-    """Transpose of a JVP'd while (linear in its undefined operands) by recomputation, one
-    segment of WHILE_SEGMENT steps at a time (see the module docstring)."""
-    from ..control import fori_loop, while_loop
-    from ..numpy.math import add as np_add, subtract
-    ncc, nbc = n_cond_consts, n_body_consts
-    cc, bc, carry = args[:ncc], args[ncc:ncc + nbc], args[ncc + nbc:]
-    nc = len(carry)
-    ub = [is_undefined(x) for x in bc]
-    # a carry is linear if its initial value is, or if the body makes it depend on a linear
-    # value (then its known initial value is a constant of the linear map, e.g. a zero tangent)
-    cu = _carry_fixed_point(lambda cu: depends(body, ub + cu),
-                            [is_undefined(x) for x in carry])
-    fwd, lin, n_res, ki, ui, ko, uo = _split(body, ub + cu, cu)
-    kb = [x for x in bc if not is_undefined(x)]
-    p0 = [x for x, u in zip(carry, cu) if not u]
-    u_types = [tangent_type(body.invars[i].ty) for i in ui]
-    bwd = transpose_graph(lin, n_res, [tangent_type(body.outvars[i].ty) for i in uo])
-    n_kc = len(ko)
-    kc_idx = [i for i in range(nc) if not cu[i]]
-
-    def known_step(p):
-        return eval_graph(fwd, list(kb) + list(p))[:n_kc]
-
-    def keep_going(p):
-        full = []
-        it = iter(p)
-        for i in range(nc):
-            full.append(next(it) if i in kc_idx else ad.zeros(tangent_type(ad.ty(carry[i]))))
-        return eval_graph(cond, list(cc) + full)[0]
-
-    # trip count of the primal loop
-    n = while_loop(lambda s: keep_going(s[1]), lambda s: (np_add(s[0], 1), known_step(s[1])),
-                   (np.int64(0), list(p0)))[0]
-    ct_carry = [_as_value(c, tangent_type(ad.ty(t))) for c, t in zip(cts, carry)]
-    ct_u = [c for c, u in zip(ct_carry, cu) if u]
-    n_ub = sum(1 for x in bc if is_undefined(x))
-    acc0 = [ad.zeros(t) for t in u_types[:n_ub]]
-
-    # Backward in segments of WHILE_SEGMENT steps, last segment first: re-run the primal loop to
-    # the segment's start, record the segment's carries with a fixed-length scan (static
-    # shapes), then run the transposed body over them in reverse. Steps past the trip count are
-    # masked out with selects (not multiplied, so their values cannot leak NaN).
-    from ..control import scan
-    from ..numpy.logic import where
-    from ..numpy.math import floor_divide, less, minimum, multiply
-    K = WHILE_SEGMENT
-    steps = np.arange(K, dtype=np.int64)
-
-    def back_segment(state):
-        s, ctu, acc = state
-        start = multiply(s, K)
-        count = minimum(subtract(n, start), K)
-        p_start = fori_loop(0, start, lambda i, p: known_step(p), list(p0))
-
-        def fwd_step(p, j):
-            active = less(j, count)
-            return [where(active, a, b) for a, b in zip(known_step(p), p)], list(p)
-
-        _, ps = scan(fwd_step, list(p_start), steps)
-
-        def bwd_step(c, xs):
-            (ctu_, acc_), (pj, j) = c, xs
-            res = eval_graph(fwd, list(kb) + list(pj))[n_kc:]
-            outs = eval_graph(bwd, list(res) + list(ctu_))
-            d_b, d_c = outs[:n_ub], outs[n_ub:]
-            active = less(j, count)
-            return ([where(active, d, c0) for d, c0 in zip(d_c, ctu_)],
-                    [where(active, ad.add(a, d), a) for a, d in zip(acc_, d_b)]), None
-
-        (ctu, acc), _ = scan(bwd_step, (list(ctu), list(acc)), (list(ps), steps), reverse=True)
-        return subtract(s, 1), list(ctu), list(acc)
-
-    n_seg = floor_divide(np_add(n, K - 1), K)
-    _, ct_c, ct_b = while_loop(lambda st: st[0] >= 0, back_segment,
-                               (subtract(n_seg, 1), list(ct_u), list(acc0)))
-    result = [None] * len(args)
-    it_b, it_c = iter(ct_b), iter(ct_c)
-    for i, x in enumerate(bc):
-        if is_undefined(x):
-            result[ncc + i] = next(it_b)
-    for i, (x, u) in enumerate(zip(carry, cu)):
-        if u:
-            c = next(it_c)
-            if is_undefined(x):
-                result[ncc + nbc + i] = c
-    return result
+while_record_transpose = while_transpose
 
 
 __all__ = ["cond_jvp", "cond_partial_eval", "cond_transpose", "scan_jvp", "scan_partial_eval",
-           "scan_transpose", "while_jvp", "while_partial_eval", "while_transpose", "depends",
+           "scan_transpose", "while_jvp", "while_partial_eval", "while_transpose",
+           "while_record_jvp", "while_record_partial_eval", "while_record_transpose", "depends",
            "UndefinedPrimal"]
 
 
