@@ -228,12 +228,40 @@ def test_bool_negative_and_subtract_raise_like_numpy():
             tracejit.trace(fn)(b)
 
 
-@pytest.mark.parametrize("fn", [operator.and_, operator.or_, operator.xor])
-def test_bitwise_operators(fn):
-    b1, b2 = np.array([True, False, True, False]), np.array([True, True, False, False])
-    check(("bit", fn.__name__), fn, b1, b2, others=[(b2, b1)])
-    with pytest.raises(tracejit.UnsupportedError, match="integers"):
-        tracejit.trace(fn)(np.arange(3), np.arange(3))
+BITWISE = [operator.and_, operator.or_, operator.xor, np.bitwise_and, np.bitwise_or,
+           np.bitwise_xor]
+SHIFTS = [operator.lshift, operator.rshift, np.left_shift, np.right_shift]
+
+
+@pytest.mark.parametrize("fn", BITWISE + SHIFTS, ids=lambda f: getattr(f, "__name__", str(f)))
+@settings(max_examples=10)
+@given(shape=shapes, seed=seeds, data=st.data())
+def test_bitwise_and_shift_operators(fn, shape, seed, data):
+    """Integers (and bools for & | ^) bit for bit as NumPy, shifts by any amount included:
+    amounts >= the bit width or negative give 0 (left) or the sign (right), as NumPy."""
+    dtype = data.draw(st.sampled_from(I + (B if fn in BITWISE else ())))
+    rng = _rng(seed)
+    big = np.iinfo(np.int64).max if dtype == "int64" else 2 ** 31 - 1
+    if fn in SHIFTS:
+        x = rng.integers(-big, big, size=shape).astype(dtype)
+        amount = rng.integers(-3, 70, size=shape).astype(dtype)
+        others = [(x[::-1].copy() if shape else x, amount)]
+        check(("shift", fn.__name__, dtype), fn, x, amount, others=others)
+        check(("shift_scalar", fn.__name__, dtype), lambda a: fn(a, 3), x)
+        return
+    x, y = sample(rng, shape, dtype), sample(rng, shape, dtype)
+    if dtype != "bool":
+        x = rng.integers(-big, big, size=shape).astype(dtype)
+    check(("bit", fn.__name__, dtype), fn, x, y, others=[(y, x)])
+    check(("bit_scalar", fn.__name__, dtype), lambda a: fn(a, 6) if dtype != "bool" else
+          fn(a, True), x)
+
+
+def test_bitwise_on_floats_raises_like_numpy():
+    x = np.ones(3)
+    for fn in BITWISE + SHIFTS + [operator.invert]:
+        with pytest.raises(TypeError):
+            tracejit.trace(lambda a, fn=fn: fn(a, a) if fn is not operator.invert else ~a)(x)
 
 
 def test_matmul_operator_and_bool_products():

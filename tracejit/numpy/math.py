@@ -304,21 +304,25 @@ logical_or = _logical(np.logical_or, ew.or_p)
 logical_xor = _logical(np.logical_xor, ew.xor_p)
 
 
-def _bitwise(np_fn, logical):
+def _bitwise(np_fn, prim, kinds="bi"):
+    """A bitwise ufunc: integers (and bools, where it is the logical operation), as NumPy."""
     @implements(np_fn, name=np_fn.__name__)
     def fn(x1, x2, /):
-        if _promoted(x1, x2)[0] != dtypes.bool_:
-            raise UnsupportedError(f"numpy.{np_fn.__name__} (the `&`, `|`, `^` operators) on "
-                                   f"integers is not supported by tracejit yet; it is defined "
-                                   f"for bool arrays (use logical_and/or/xor on conditions)")
-        return logical(x1, x2)
+        dt = _promoted(x1, x2)[0]
+        if dt.kind not in kinds:
+            what = "bool or integer" if "b" in kinds else "integer"
+            raise TypeError(f"ufunc '{np_fn.__name__}' not supported for dtype {dt} (as in "
+                            f"NumPy): it takes {what} operands")
+        return elementwise(prim, np_fn.__name__, x1, x2)
     fn.__name__ = np_fn.__name__
     return _export(fn)
 
 
-bitwise_and = _bitwise(np.bitwise_and, logical_and)
-bitwise_or = _bitwise(np.bitwise_or, logical_or)
-bitwise_xor = _bitwise(np.bitwise_xor, logical_xor)
+bitwise_and = _bitwise(np.bitwise_and, ew.and_p)
+bitwise_or = _bitwise(np.bitwise_or, ew.or_p)
+bitwise_xor = _bitwise(np.bitwise_xor, ew.xor_p)
+left_shift = _bitwise(np.left_shift, ew.shl_p, kinds="i")
+right_shift = _bitwise(np.right_shift, ew.shr_p, kinds="i")
 
 
 @_export

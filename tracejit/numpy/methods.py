@@ -124,6 +124,8 @@ _METHODS = {
     "__and__": math.bitwise_and, "__rand__": _swap(math.bitwise_and),
     "__or__": math.bitwise_or, "__ror__": _swap(math.bitwise_or),
     "__xor__": math.bitwise_xor, "__rxor__": _swap(math.bitwise_xor),
+    "__lshift__": math.left_shift, "__rlshift__": _swap(math.left_shift),
+    "__rshift__": math.right_shift, "__rrshift__": _swap(math.right_shift),
     "__eq__": math.equal, "__ne__": math.not_equal,
     "__lt__": math.less, "__le__": math.less_equal,
     "__gt__": math.greater, "__ge__": math.greater_equal,

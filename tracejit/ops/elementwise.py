@@ -272,12 +272,19 @@ gt_p = _make("gt", np.greater, 2, kinds="bif", out="bool")
 ad.defnondiff(gt_p, "bool result")
 ge_p = _make("ge", np.greater_equal, 2, kinds="bif", out="bool")
 ad.defnondiff(ge_p, "bool result")
-and_p = _make("and", np.logical_and, 2, kinds="b", commutative=True)
-ad.defnondiff(and_p, "bool result")
-or_p = _make("or", np.logical_or, 2, kinds="b", commutative=True)
-ad.defnondiff(or_p, "bool result")
-xor_p = _make("xor", np.logical_xor, 2, kinds="b", commutative=True)
-ad.defnondiff(xor_p, "bool result")
+# bitwise on integers, logical on bools (the same bits)
+and_p = _make("and", np.bitwise_and, 2, kinds="bi", commutative=True)
+ad.defnondiff(and_p, "integer or bool result")
+or_p = _make("or", np.bitwise_or, 2, kinds="bi", commutative=True)
+ad.defnondiff(or_p, "integer or bool result")
+xor_p = _make("xor", np.bitwise_xor, 2, kinds="bi", commutative=True)
+ad.defnondiff(xor_p, "integer or bool result")
+# shifts as NumPy defines them: a shift by >= the bit width or by a negative amount gives 0
+# (left) or the sign (arithmetic right shift), never undefined behaviour
+shl_p = _make("shl", np.left_shift, 2, kinds="i")
+ad.defnondiff(shl_p, "integer result")
+shr_p = _make("shr", np.right_shift, 2, kinds="i")
+ad.defnondiff(shr_p, "integer result")
 
 
 def _integer_pow_impl(x, *, n):
