@@ -23,6 +23,10 @@ Attributes (all plain, settable at run time):
 - ``max_while_iterations``: optional cap that makes a runaway while_loop raise instead of hang
   (also inside native kernels, which read the current value on every loop); env
   TRACEJIT_MAX_WHILE_ITERATIONS.
+- ``reuse_outputs``: a traced function's native entry hands out again a result array of at
+  least 64 KiB that nobody references any more (it keeps its last 2 per large output and
+  signature), instead of allocating fresh memory that the OS must fault in again; results still
+  held by the caller are never touched. env TRACEJIT_REUSE_OUTPUTS (default on).
 """
 from __future__ import annotations
 
@@ -66,6 +70,7 @@ class Config:
         self.check_ir = _flag("TRACEJIT_CHECK_IR", "pytest" in sys.modules)
         self.print_after = tuple(p for p in env.get("TRACEJIT_PRINT_AFTER", "").split(",") if p)
         self.max_while_iterations = int(env.get("TRACEJIT_MAX_WHILE_ITERATIONS", "0")) or None
+        self.reuse_outputs = _flag("TRACEJIT_REUSE_OUTPUTS", True)
 
     # Settings that change what a compiled function computes; assigning one of them drops the
     # native fast-path entries of every traced function (they were built for the old value).

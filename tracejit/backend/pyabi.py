@@ -4,12 +4,13 @@ A compiled graph is ``i32 @kernel(ptr %bufs)``: ``bufs`` holds one data pointer 
 then one per output leaf. ``emit_entry`` adds, to the kernel's own ``ir.Module``, an entry point
 with the vectorcall prototype
 
-    ptr @tj_entry_N(ptr %self, ptr %args, i64 %nargsf, ptr %kwnames)
+    ptr @tj_entry_N(ptr %cache, ptr %args, i64 %nargsf, ptr %kwnames)
 
-that unboxes and checks the arguments for exactly one signature, allocates the outputs, runs the
-kernel and boxes the result. On any mismatch it returns the sentinel ``NOMATCH`` (the pointer
-value 1) without touching any reference count, so a dispatcher (``pyabi_dispatch.FastDispatch``)
-can try the next specialisation and finally a Python fallback with the original arguments.
+that unboxes and checks the arguments for exactly one signature, allocates (or reuses, see
+below) the outputs, runs the kernel and boxes the result. On any mismatch it returns the
+sentinel ``NOMATCH`` (the pointer value 1) without touching any reference count, so a dispatcher
+(``pyabi_dispatch.FastDispatch``) can try the next specialisation and finally a Python fallback
+with the original arguments.
 Entries never raise for a mismatch; they return NULL (with an exception set) only for a real
 error: allocation failure or a nonzero kernel code, which goes through ``spec.on_error(code)``.
 
@@ -24,12 +25,17 @@ Invariants:
   allocating a 0-d array (``scalar_0d=False`` in the spec gives 0-d arrays instead);
 - struct offsets are checked at import (``NATIVE_OK``); if a check fails, ``build_entry`` returns
   a pure-Python entry with the same contract instead of native code.
+
+Large outputs are reused from call to call when no Python code can tell (``pyabi_reuse``): the
+first argument of an entry (``self`` in a vectorcall) is the dispatch table's cell for the
+entry's output cache.
 """
 from __future__ import annotations
 
 import ctypes
 import sys
 import sysconfig
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,11 +47,12 @@ NOMATCH = 1                     # pointer value an entry returns for "not my sig
 NARGS_MASK = (1 << 63) - 1      # clears PY_VECTORCALL_ARGUMENTS_OFFSET from nargsf
 
 # Struct offsets, CPython 3.11 default build / NumPy 2.x (checked by _self_check).
-OB_TYPE = 8
+OB_REFCNT, OB_TYPE, OB_SIZE = 0, 8, 16
 FLOAT_VAL = 16
 COMPLEX_REAL, COMPLEX_IMAG = 16, 24
-TUPLE_ITEMS = 24
-ARR_DATA, ARR_ND, ARR_DIMS, ARR_DESCR, ARR_FLAGS = 16, 24, 32, 56, 64
+TUPLE_ITEMS = LIST_ITEMS = 24        # tuple: the items inline; list: a pointer to them
+ARR_DATA, ARR_ND, ARR_DIMS, ARR_STRIDES, ARR_DESCR, ARR_FLAGS, ARR_WEAKLIST = (
+    16, 24, 32, 40, 56, 64, 72)
 NPY_C_CONTIGUOUS, NPY_ALIGNED = 0x1, 0x100
 _API_EMPTY, _API_ARRAY_TYPE, _API_SCALAR = 184, 2, 60      # slots of numpy's _ARRAY_API table
 
@@ -124,6 +131,7 @@ def _self_check() -> str | None:
     peek = lambda t, addr: t.from_address(addr).value  # noqa: E731
     a = np.arange(6.0).reshape(2, 3)
     x, z, t, view = 2.5, complex(1.5, -2.0), (a,), a[:, ::2]   # held: id() of live objects
+    lst, ref = [a, x, z], weakref.ref(a)
     checks = [
         peek(ctypes.c_void_p, id(a) + OB_TYPE) == id(np.ndarray),
         peek(ctypes.c_void_p, id(a) + ARR_DATA) == a.ctypes.data,
@@ -132,6 +140,12 @@ def _self_check() -> str | None:
         peek(ctypes.c_void_p, id(a) + ARR_DESCR) == id(np.dtype(np.float64)),
         peek(ctypes.c_int32, id(a) + ARR_FLAGS) & 0x101 == 0x101,
         peek(ctypes.c_int32, id(view) + ARR_FLAGS) & NPY_C_CONTIGUOUS == 0,
+        peek(ctypes.c_int64, peek(ctypes.c_void_p, id(a) + ARR_STRIDES)) == 24,
+        peek(ctypes.c_void_p, id(a) + ARR_WEAKLIST) == id(ref),
+        peek(ctypes.c_void_p, id(view) + ARR_WEAKLIST) is None,
+        peek(ctypes.c_int64, id(ref) + OB_REFCNT) == sys.getrefcount(ref) - 1,
+        peek(ctypes.c_int64, id(lst) + OB_SIZE) == 3,
+        peek(ctypes.c_void_p, peek(ctypes.c_void_p, id(lst) + LIST_ITEMS) + 16) == id(z),
         peek(ctypes.c_double, id(x) + FLOAT_VAL) == 2.5,
         peek(ctypes.c_double, id(z) + COMPLEX_IMAG) == -2.0,
         peek(ctypes.c_void_p, id(t) + TUPLE_ITEMS) == id(a),
@@ -269,16 +283,17 @@ def _convert_scalar(b, kind, val, dt):
 def emit_entry(module, kernel_fn, spec) -> ir.Function:
     """Emit into ``module`` the CPython-ABI entry for ``kernel_fn`` and signature ``spec``.
 
-    The entry has the vectorcall prototype ``ptr (ptr self, ptr args, i64 nargsf, ptr kwnames)``
+    The entry has the vectorcall prototype ``ptr (ptr cache, ptr args, i64 nargsf, ptr kwnames)``
     and returns a new reference, NULL with an exception set, or ``NOMATCH`` (pointer value 1)
-    when the arguments are not exactly this signature. Symbols it needs are registered here, so
+    when the arguments are not exactly this signature. ``cache`` is NULL or a cell holding NULL
+    or the entry's output cache (``pyabi_reuse``). Symbols it needs are registered here, so
     compile the module afterwards (``jit.compile_ir``).
     """
     spec = spec.normalized()
     n_in, n_out = len(spec.inputs), len(spec.outputs)
     fn = ir.Function(module, ir.FunctionType(ptr, [ptr, ptr, i64, ptr]), jit.unique_name("tj_entry"))
-    _self, args, nargsf, kwnames = fn.args
-    _self.name, args.name, nargsf.name, kwnames.name = "self", "args", "nargsf", "kwnames"
+    cache, args, nargsf, kwnames = fn.args
+    cache.name, args.name, nargsf.name, kwnames.name = "cache", "args", "nargsf", "kwnames"
 
     incref = declare(module, "Py_IncRef", ir.VoidType(), [ptr])
     decref = declare(module, "Py_DecRef", ir.VoidType(), [ptr])
@@ -351,15 +366,34 @@ def emit_entry(module, kernel_fn, spec) -> ir.Function:
         set_buf(i, slots[i])
 
     # Outputs. PyArray_Empty steals the descr reference, so take one first. 0-d outputs that
-    # become NumPy scalars are written to a stack slot and boxed after the kernel.
+    # become NumPy scalars are written to a stack slot and boxed after the kernel. Large
+    # outputs come from the cache list when they can (``pyabi_reuse``); ``dropped`` are the
+    # references pushed out of it, released when the call is over.
     empty = declare(module, "tj_PyArray_Empty", ptr, [i32, ptr, ptr, i32])
-    outs, boxed = [], {}
+    outs, boxed, dropped = [], {}, []
+    from . import pyabi_reuse            # builds on this module's helpers
+    cached = pyabi_reuse.cached_outputs(spec)
+    if cached:
+        b, items = pyabi_reuse.emit_cache_items(b, module, cache, len(cached))
 
-    def fail_with(cleanup):
-        """Emit: decref ``cleanup`` outputs, return NULL (exception already set)."""
+    def fail_with(b, cleanup):
+        """Emit: decref ``cleanup`` (NULL allowed), return NULL (exception already set)."""
         for o in cleanup:
             b.call(decref, [o])
         b.ret(ir.Constant(ptr, None))
+
+    def new_array(b, j, dt, shape):
+        shape_ty = ir.ArrayType(i64, max(len(shape), 1))
+        gshape = ir.GlobalVariable(module, shape_ty, f"{fn.name}.shape{j}")
+        gshape.global_constant, gshape.linkage = True, "internal"
+        gshape.initializer = ir.Constant(shape_ty, list(shape) or [0])
+        descr = external(module, descr_symbol(dt))
+        b.call(incref, [descr])
+        out = b.call(empty, [ir.Constant(i32, len(shape)), gshape, descr, ir.Constant(i32, 0)],
+                     name=f"out{j}")
+        with b.if_then(b.icmp_unsigned("==", out, ir.Constant(ptr, None)), likely=False):
+            fail_with(b, outs + dropped)
+        return out
 
     for j, (dt, shape) in enumerate(spec.outputs):
         if not shape and spec.scalar_0d:
@@ -369,17 +403,12 @@ def emit_entry(module, kernel_fn, spec) -> ir.Function:
             boxed[j] = slot
             set_buf(n_in + j, slot)
             continue
-        shape_ty = ir.ArrayType(i64, max(len(shape), 1))
-        gshape = ir.GlobalVariable(module, shape_ty, f"{fn.name}.shape{j}")
-        gshape.global_constant, gshape.linkage = True, "internal"
-        gshape.initializer = ir.Constant(shape_ty, list(shape) or [0])
-        descr = external(module, descr_symbol(dt))
-        b.call(incref, [descr])
-        out = b.call(empty, [ir.Constant(i32, len(shape)), gshape, descr, ir.Constant(i32, 0)],
-                     name=f"out{j}")
-        is_null = b.icmp_unsigned("==", out, ir.Constant(ptr, None))
-        with b.if_then(is_null, likely=False):
-            fail_with(outs)
+        if j in cached:
+            b, out, old = pyabi_reuse.emit_output(b, module, items, cached.index(j), dt, shape,
+                                                  lambda b: new_array(b, j, dt, shape))
+            dropped.append(old)
+        else:
+            out = new_array(b, j, dt, shape)
         outs.append(out)
         set_buf(n_in + j, load_at(b, out, ARR_DATA, ptr))
 
@@ -391,8 +420,8 @@ def emit_entry(module, kernel_fn, spec) -> ir.Function:
 
     failed = b.icmp_signed("!=", rc, ir.Constant(rc.type, 0))
     with b.if_then(failed, likely=False):
-        _emit_kernel_error(b, module, spec.on_error, rc, outs, incref, decref)
-        fail_with(outs)
+        _emit_kernel_error(b, module, spec.on_error, rc)
+        fail_with(b, outs + dropped)
 
     results, made = [], []
     arrays = iter(outs)
@@ -404,25 +433,29 @@ def emit_entry(module, kernel_fn, spec) -> ir.Function:
         descr = external(module, descr_symbol(dt))
         sc = b.call(box, [boxed[j], descr, ir.Constant(ptr, None)], name=f"out{j}")
         with b.if_then(b.icmp_unsigned("==", sc, ir.Constant(ptr, None)), likely=False):
-            fail_with(outs + made)
+            fail_with(b, outs + made + dropped)
         made.append(sc)
         results.append(sc)
     outs = results
 
     if not spec.return_tuple:
-        b.ret(outs[0])
-        return fn
-    tup = b.call(declare(module, "PyTuple_New", ptr, [i64]), [ir.Constant(i64, n_out)])
-    with b.if_then(b.icmp_unsigned("==", tup, ir.Constant(ptr, None)), likely=False):
-        fail_with(outs)
-    for j, out in enumerate(outs):   # PyTuple_SET_ITEM: the tuple takes our reference
-        b.store(out, field_ptr(b, tup, TUPLE_ITEMS + 8 * j))
-    b.ret(tup)
+        result = outs[0]
+    else:
+        result = b.call(declare(module, "PyTuple_New", ptr, [i64]), [ir.Constant(i64, n_out)])
+        with b.if_then(b.icmp_unsigned("==", result, ir.Constant(ptr, None)), likely=False):
+            fail_with(b, outs + dropped)
+        for j, out in enumerate(outs):   # PyTuple_SET_ITEM: the tuple takes our reference
+            b.store(out, field_ptr(b, result, TUPLE_ITEMS + 8 * j))
+    for old in dropped:      # last: freeing an array may run Python code (weakref callbacks)
+        b.call(decref, [old])
+    b.ret(result)
     return fn
 
 
-def _emit_kernel_error(b, module, on_error, rc, outs, incref, decref):
+def _emit_kernel_error(b, module, on_error, rc):
     """Call ``on_error(rc)`` so that it sets the exception (it should raise)."""
+    incref = declare(module, "Py_IncRef", ir.VoidType(), [ptr])
+    decref = declare(module, "Py_DecRef", ir.VoidType(), [ptr])
     on_err = external(module, _on_error_symbol(on_error))
     code = b.call(declare(module, "PyLong_FromLongLong", ptr, [i64]), [b.sext(rc, i64)])
     have_code = b.icmp_unsigned("!=", code, ir.Constant(ptr, None))
@@ -459,9 +492,12 @@ def build_entry(module, kernel_fn, spec, opt: int = 2):
     if not NATIVE_OK:
         jit.compile_ir(module, opt=opt)
         return python_entry(jit.function_address(kernel_fn.name), spec)
+    from . import pyabi_reuse
     fn = emit_entry(module, kernel_fn, spec)
     jit.compile_ir(module, opt=opt)
-    return jit.function_address(fn.name)
+    address = jit.function_address(fn.name)
+    pyabi_reuse.register(address, spec)
+    return address
 
 
 def python_entry(kernel_address: int, spec):

@@ -7,14 +7,17 @@ Calling a Python object with ``__call__`` costs ~60 ns and a ``def`` shim ~15 ns
 - ``Py_TPFLAGS_HAVE_VECTORCALL`` with ``__vectorcalloffset__``: CPython calls ``tj_fd_call``
   directly with the argument vector (no tuple), which tries the instance's specialisation table
   (entries emitted by ``pyabi.emit_entry``; each returns ``NOMATCH`` cheaply) in order, then
-  vectorcalls the Python fallback ``fallback(*args, **kwargs)`` with the original arguments;
+  vectorcalls the Python fallback ``fallback(*args, **kwargs)`` with the original arguments.
+  An entry gets, as its first argument, the address of its cell in ``caches`` (parallel to the
+  table): NULL or the list in which it keeps outputs for reuse (``pyabi_reuse``), owned here;
 - ``__dictoffset__`` and ``__weaklistoffset__``: instances take attributes (``__wrapped__``,
   ``__name__``...) and weak references;
 - GC support (traverse/clear/dealloc in IR), because the fallback is typically a bound method of
   something that refers back to the instance.
 
 Instance layout (bytes): 0 header, 16 vectorcall, 24 __dict__, 32 weaklist, 40 fallback,
-48 keep (list of keepalives, parallel to the table), 56 nspec, 64 entries[MAX_SPECIALIZATIONS].
+48 keep (list of keepalives, parallel to the table), 56 nspec, 64 entries[MAX_SPECIALIZATIONS],
+128 caches[MAX_SPECIALIZATIONS] (owned references, parallel to the table; NULL when unused).
 
 Python methods come from mixin classes whose attributes are copied onto the native type by
 ``make_dispatch_type`` (heap types from PyType_FromSpec are mutable). Copying, not subclassing:
@@ -31,14 +34,16 @@ import threading
 
 from llvmlite import ir
 
-from . import jit, pyabi
+from . import jit, pyabi, pyabi_reuse
 from .pyabi import NOMATCH, declare, external, field_ptr, i32, i64, load_at, ptr
 
 MAX_SPECIALIZATIONS = 8
 OFF_VECTORCALL, OFF_DICT, OFF_WEAKLIST, OFF_FALLBACK, OFF_KEEP, OFF_NSPEC, OFF_TABLE = (
     16, 24, 32, 40, 48, 56, 64)
-BASICSIZE = OFF_TABLE + 8 * MAX_SPECIALIZATIONS
-_OWNED = (OFF_DICT, OFF_FALLBACK, OFF_KEEP)     # PyObject* fields the instance owns
+OFF_CACHES = OFF_TABLE + 8 * MAX_SPECIALIZATIONS
+BASICSIZE = OFF_CACHES + 8 * MAX_SPECIALIZATIONS
+_OWNED = (OFF_DICT, OFF_FALLBACK, OFF_KEEP) + tuple(     # PyObject* fields the instance owns
+    OFF_CACHES + 8 * k for k in range(MAX_SPECIALIZATIONS))
 
 _TPFLAGS = (1 << 18) | (1 << 10) | (1 << 14) | (1 << 11)  # VERSION_TAG|BASETYPE|HAVE_GC|VECTORCALL
 _SLOT = dict(call=50, clear=51, dealloc=52, doc=56, new=65, traverse=71, members=72)
@@ -83,8 +88,9 @@ def _emit_type_module() -> ir.Module:
     b.cbranch(b.icmp_signed("<", i, n), body, fallback)
     b = ir.IRBuilder(body)
     slot = b.gep(field_ptr(b, self, OFF_TABLE), [i], source_etype=ptr)
+    cell = b.gep(field_ptr(b, self, OFF_CACHES), [i], source_etype=ptr)
     # Loading as a typed function pointer gives llvmlite the callee's type (prints as ``ptr``).
-    res = b.call(b.load(slot, typ=entry_ty.as_pointer()), [self, args, nargsf, kwnames])
+    res = b.call(b.load(slot, typ=entry_ty.as_pointer()), [cell, args, nargsf, kwnames])
     i.add_incoming(b.add(i, ir.Constant(i64, 1)), body)
     found = call.append_basic_block("found")
     b.cbranch(b.icmp_unsigned("==", res, ir.Constant(i64, NOMATCH).inttoptr(ptr)), loop, found)
@@ -110,7 +116,8 @@ def _emit_type_module() -> ir.Module:
         b.store(call, field_ptr(b, obj, OFF_VECTORCALL))
     b.ret(obj)
 
-    # int tj_fd_clear(self): drop owned references (and the table, whose keepalives go too).
+    # int tj_fd_clear(self): drop owned references (and the table, whose keepalives and output
+    # caches go too).
     clear = ir.Function(m, ir.FunctionType(i32, [ptr]), "tj_fd_clear")
     b = ir.IRBuilder(clear.append_basic_block("entry"))
     b.store(ir.Constant(i64, 0), field_ptr(b, clear.args[0], OFF_NSPEC))
@@ -182,27 +189,38 @@ class DispatchMethods:
     def add_specialization(self, entry, keepalive=None):
         """Put ``entry`` (an address from ``pyabi.build_entry``) first in the table; evict the
         oldest when there are already MAX_SPECIALIZATIONS. ``keepalive`` lives as long as the
-        entry stays in the table."""
+        entry stays in the table, and so does the entry's output cache."""
         if not isinstance(entry, int) or entry in (0, NOMATCH):
             raise TypeError(f"entry must be a native entry address, got {entry!r}")
         _check_native(self)
+        cache = _new_cache(pyabi_reuse.cache_length(entry))     # before anything changes
         table = (ctypes.c_void_p * MAX_SPECIALIZATIONS).from_address(id(self) + OFF_TABLE)
+        caches = (ctypes.c_void_p * MAX_SPECIALIZATIONS).from_address(id(self) + OFF_CACHES)
         nspec = ctypes.c_int64.from_address(id(self) + OFF_NSPEC)
         keep = self._tj_keep
         n = min(nspec.value, MAX_SPECIALIZATIONS - 1)
         # Shrink first so a concurrent call (GIL held by us, so none) never sees a half table.
         nspec.value = n
         del keep[n:]
+        evicted = caches[n:]
+        caches[n:] = [None] * (MAX_SPECIALIZATIONS - n)
         table[1:n + 1] = table[0:n]
+        caches[1:n + 1] = caches[0:n]
         table[0] = entry
+        caches[0] = cache
         keep.insert(0, keepalive)
         nspec.value = n + 1
+        _release(evicted)           # last: freeing arrays may run Python code
 
     def clear_specializations(self):
         """Empty the table: every call goes to the fallback until specialisations are added."""
         _check_native(self)
         ctypes.c_int64.from_address(id(self) + OFF_NSPEC).value = 0
         self._tj_keep = []
+        caches = (ctypes.c_void_p * MAX_SPECIALIZATIONS).from_address(id(self) + OFF_CACHES)
+        evicted = caches[:]
+        caches[:] = [None] * MAX_SPECIALIZATIONS
+        _release(evicted)
 
     def specializations(self):
         """The keepalives of the table's entries, in the order they are tried."""
@@ -211,6 +229,22 @@ class DispatchMethods:
     @property
     def fallback(self):
         return self._tj_fallback
+
+
+def _new_cache(n):
+    """Address of a new reference to a list of ``n`` Nones (an output cache), or None if n=0."""
+    if not n:
+        return None
+    cache = [None] * n
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(cache))
+    return id(cache)
+
+
+def _release(addresses):
+    """Drop the references at ``addresses`` (None entries skipped)."""
+    for a in addresses:
+        if a:
+            ctypes.pythonapi.Py_DecRef(ctypes.c_void_p(a))
 
 
 _native_types = ()    # every type made by make_dispatch_type (instances have our layout)
