@@ -1,13 +1,15 @@
 """Time tracejit's vector math against NumPy: ms per 1e6 elements, min and median of runs.
 
-Usage: python bench/mathlib_bench.py [name ...] [--n N] [--repeat R]
+Usage: python bench/mathlib_bench.py [name ...] [--n N] [--repeat R] [--ulp]
 
 Both sides write into a preallocated output (NumPy via ``out=``), so page faults on temporaries
 are not counted. Ours runs a compiled loop over <8 x double> / <16 x float> chunks that calls the
 precompiled ``tj_math_*`` function (the default, non-inline mode); f32 runs the native bodies of
 ``mathlib_f32`` where there is one. Times are process CPU time (the box may be shared; CPU time
-leaves out preemption). Not run by the tests; the per-function table in ``mathlib``'s docstring
-comes from this script.
+leaves out preemption). ``--ulp`` adds the max error on the same inputs against a more precise
+reference (f64: NumPy on long double, where that is wider; f32: NumPy's f64 result), in
+fractional ulps. Not run by the tests; the tables in ``mathlib``'s docstring come from this
+script.
 """
 from __future__ import annotations
 
@@ -68,17 +70,34 @@ def timed(fn, repeat):
     return min(runs), statistics.median(runs)
 
 
+def max_ulp(got, xs, npfn):
+    """Max |got - ref| in ulps of got's dtype, ref from one precision up (None if unavailable)."""
+    wide = np.float64 if got.dtype == np.float32 else np.longdouble
+    if wide is np.longdouble and np.finfo(np.longdouble).nmant < 63:
+        return None
+    with np.errstate(all="ignore"):
+        ref = npfn(*[x.astype(wide) for x in xs])
+        r = ref.astype(got.dtype)
+        ok = np.isfinite(r) & (r != 0)
+        up = np.abs(r.astype(wide)) > np.abs(ref)       # rounded up into the next binade
+        ulp = np.spacing(np.where(up, np.nextafter(np.abs(r), 0), np.abs(r))).astype(wide)
+        err = np.abs(got.astype(wide) - ref) / ulp
+    return float(np.max(err[ok])) if ok.any() else 0.0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("names", nargs="*")
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--ulp", action="store_true", help="also print the max error in ulps")
     opts = ap.parse_args()
     names = opts.names or list(INPUTS)
     rng = np.random.default_rng(0)
     scale = 1e6 / opts.n
     print(f"ms per 1e6 elements, min (median) of {opts.repeat}; n = {opts.n}")
-    print(f"{'function':9} {'dtype':7} {'tracejit':>16} {'numpy':>16} {'speedup':>8}")
+    print(f"{'function':9} {'dtype':7} {'tracejit':>16} {'numpy':>16} {'speedup':>8}"
+          + (f" {'max ulp':>8}" if opts.ulp else ""))
     for name in names:
         lo, hi = INPUTS[name]
         npfn = getattr(np, name, None)
@@ -95,10 +114,15 @@ def main():
                 theirs = (float("nan"),) * 2     # NumPy has no erf
             else:
                 theirs = timed(lambda: npfn(*xs, out=out), opts.repeat)
+            err = ""
+            if opts.ulp and name != "erf":
+                k(*ptrs, opts.n)
+                ulp = max_ulp(out.copy(), xs, npfn)
+                err = f" {ulp:8.3f}" if ulp is not None else "        -"
             print(f"{name:9} {np.dtype(dtype).name:7} "
                   f"{ours[0] * scale:7.3f} ({ours[1] * scale:6.3f}) "
                   f"{theirs[0] * scale:7.3f} ({theirs[1] * scale:6.3f}) "
-                  f"{theirs[0] / ours[0]:7.2f}x")
+                  f"{theirs[0] / ours[0]:7.2f}x{err}")
 
 
 if __name__ == "__main__":

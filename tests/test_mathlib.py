@@ -10,6 +10,7 @@ NumPy f32 and, for the reported accuracy, with the f64 result rounded to f32.
 from __future__ import annotations
 
 import ctypes
+import decimal
 import functools
 
 import llvmlite.ir as ir
@@ -365,3 +366,137 @@ def test_scalar_libm_fallback_without_libmvec(monkeypatch):
         want = ref(name, *xs) if dtype == np.float64 else ref_f32(name, *xs)
         err = ulp_error(out, want)
         assert err.max() <= 4, worst(name, err, *xs)   # NumPy cbrt is its own SIMD loop
+
+
+# ----------------------------------------------------------------------------- the exp family
+
+def ulp_frac(got, ref):
+    """|got - ref| in ulps of got's dtype, fractional: ``ref`` is more precise (long double for
+    f64, f64 for f32); the ulp is the one of the binade ref lies in (also just below a power of
+    two, where ref rounds up to it)."""
+    t = got.dtype.type
+    with np.errstate(all="ignore"):
+        r = ref.astype(t)
+        up = np.abs(r.astype(ref.dtype)) > np.abs(ref)
+        ulp = np.spacing(np.where(up, np.nextafter(np.abs(r), t(0)), np.abs(r)))
+        err = np.abs(got.astype(ref.dtype) - ref) / ulp.astype(ref.dtype)
+    return err.astype(np.float64)
+
+
+_LONG = np.finfo(np.longdouble).nmant >= 63
+_R = np.random.default_rng(7)
+_SMALL = np.concatenate([_R.uniform(-2, 2, 200_000), _both(_logspace(1e-300, 2, 50_000))])
+# (name, dtype) -> (inputs, max ulp). Measured: f64 exp 0.60, tanh 1.81, expm1 1.07, sinh 1.87,
+# cosh 1.08; f32 exp 0.55, tanh 2.43, sinh 1.72, cosh 1.05.
+TRUE_CASES = {
+    ("exp", np.float64): (np.concatenate([_R.uniform(-708, 709.78, 300_000),
+                                          _R.uniform(-2, 2, 100_000)]), 0.62),
+    ("tanh", np.float64): (np.concatenate([_R.uniform(-20, 20, 100_000),
+                                           _R.uniform(-1, 1, 300_000),
+                                           _both(_logspace(1e-300, 20, 50_000))]), 1.9),
+    ("expm1", np.float64): (np.concatenate([_R.uniform(-40, 709.7, 100_000), _SMALL]), 1.1),
+    ("sinh", np.float64): (np.concatenate([_R.uniform(-710, 710, 100_000), _SMALL]), 1.95),
+    ("cosh", np.float64): (np.concatenate([_R.uniform(-710, 710, 100_000), _SMALL]), 1.15),
+    ("exp", np.float32): (_R.uniform(-87, 88.7, 300_000), 0.56),
+    ("sinh", np.float32): (np.concatenate([_R.uniform(-88, 88, 100_000), _SMALL]), 1.8),
+    ("cosh", np.float32): (np.concatenate([_R.uniform(-88, 88, 100_000), _SMALL]), 1.1),
+    ("tanh", np.float32): (np.concatenate([_R.uniform(-10, 10, 100_000),
+                                           _R.uniform(-1, 1, 300_000),
+                                           _both(_logspace(1e-40, 10, 50_000))]), 2.5),
+}
+
+
+@pytest.mark.parametrize("name,dtype", list(TRUE_CASES))
+def test_exp_family_against_true_values(name, dtype):
+    """The documented accuracy against (nearly) exact values, not NumPy's libm: f64 against
+    long double, f32 against f64 (fractional ulps)."""
+    if dtype == np.float64 and not _LONG:
+        pytest.skip("long double is not wider than double here")
+    wide = np.longdouble if dtype == np.float64 else np.float64
+    xs, limit = TRUE_CASES[(name, dtype)]
+    xs = xs.astype(dtype)
+    err = ulp_frac(run(name, xs), reference(name, xs.astype(wide)))
+    assert err.max() <= limit, worst(name, err, xs)
+
+
+def test_exp_subnormal_results_within_one_ulp():
+    """exp's rare path rounds twice for subnormal results (p, then p * 2^k): < 1 ulp."""
+    for dtype, lo, hi in ((np.float64, -745.1, -708.4), (np.float32, -103.9, -87.4)):
+        xs = _R.uniform(lo, hi, 100_000).astype(dtype)
+        wide = np.longdouble if dtype == np.float64 else np.float64
+        if wide == np.longdouble and not _LONG:
+            continue
+        err = ulp_frac(run("exp", xs), reference("exp", xs.astype(wide)))
+        assert err.max() < 1, worst("exp", err, xs)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name", ["exp", "expm1", "sinh", "cosh"])
+def test_rare_path_keeps_other_lanes(name, dtype):
+    """A vector with one out-of-range lane takes the rare path; its other lanes must come out
+    bit-identical to the fast path (results must not depend on neighbours)."""
+    xs = _R.uniform(-80, 80, 4096).astype(dtype)
+    mixed = xs.copy()
+    mixed[::16] = np.array([1000.0, -1000.0, np.nan, np.inf], dtype)[np.arange(256) % 4]
+    keep = np.ones(xs.size, bool)
+    keep[::16] = False
+    for width in (8, 16):
+        assert np.array_equal(run(name, mixed, width=width)[keep],
+                              run(name, xs, width=width)[keep])
+
+
+def test_table_lookup_without_avx512_is_identical(monkeypatch):
+    """``Emit.lookup``'s select tree (hosts without AVX-512) gives the same bits as vpermpd /
+    vpermps at every width, so results do not depend on the host."""
+    cases = [(name, dtype, w) for name in ("exp", "expm1", "tanh", "sinh", "cosh")
+             for dtype in (np.float64, np.float32) for w in (1, 4, 8, 16)]
+    want = {c: run(c[0], _cases(c[1], DOMAINS[c[0]][:3000]), width=c[2]) for c in cases}
+    monkeypatch.setattr(mathlib, "_avx512", lambda: False)
+    for name, dtype, width in cases:
+        xs = _cases(dtype, DOMAINS[name][:3000])
+        k = kernel.__wrapped__(name, dtype, width, inline=True)
+        out = np.empty(xs.size, dtype)
+        k(xs.ctypes.data, out.ctypes.data, xs.size - xs.size % width)
+        n = xs.size - xs.size % width
+        assert np.array_equal(out[:n], want[(name, dtype, width)][:n], equal_nan=True), name
+
+
+def _max_rel_error(head, coeffs, exact, lo, hi, points=1001):
+    """max |head(r) + r^2*sum(c_k r^k) - exact(r)| / |exact(r)| over a grid, in 40 digits."""
+    ctx = decimal.Context(prec=40)
+    lo, hi = decimal.Decimal(lo), decimal.Decimal(hi)
+    worst_err = decimal.Decimal(0)
+    for i in range(points):
+        r = lo + (hi - lo) * i / (points - 1)
+        if r == 0:
+            continue
+        acc = decimal.Decimal(0)
+        for c in reversed(coeffs):
+            acc = ctx.add(ctx.multiply(acc, r), decimal.Decimal(c))
+        approx = ctx.add(head(r), ctx.multiply(ctx.multiply(r, r), acc))
+        want = exact(r, ctx)
+        worst_err = max(worst_err, abs(ctx.divide(approx - want, want)))
+    return float(worst_err)
+
+
+def test_table_polynomial_bounds():
+    """The error bounds noted next to the table-driven polynomials."""
+    from tracejit.backend import mathlib_emit as em, mathlib_f32 as m32
+    ln2 = decimal.Context(prec=40).ln(2)
+    exp = lambda r, ctx: ctx.exp(r)                              # noqa: E731
+    for n, g_exp, exp_bound in ((8, em.EXP8_G, 2.0 ** -58.2), (16, m32.EXP16_G, 2.0 ** -29.2)):
+        half = ln2 / (2 * n)
+        err = _max_rel_error(lambda r: 1 + r, g_exp, exp, -half * decimal.Decimal("1.002"),
+                             half * decimal.Decimal("1.002"))
+        assert err < exp_bound * 1.01, (n, "exp", np.log2(err))
+    eighth, up = ln2 / 8, decimal.Decimal("1.002")
+    expm1 = lambda r, ctx: ctx.exp(r) - 1                        # noqa: E731
+    err = _max_rel_error(lambda r: r, em.EXPM1_UP8_G, expm1, -eighth * decimal.Decimal("0.002"),
+                         eighth * up)
+    assert err < 2.0 ** -61.2 * 1.01, ("expm1 down", np.log2(err))
+    err = _max_rel_error(lambda r: r, em.EXPM1_8_G, expm1, -eighth * up, eighth * up)
+    assert err < 2.0 ** -60.5 * 1.01, ("expm1", np.log2(err))
+    sixteenth = ln2 / 16
+    err = _max_rel_error(lambda r: r, m32.EXPM1_UP16_G, expm1,
+                         -sixteenth * decimal.Decimal("0.002"), sixteenth * up)
+    assert err < 2.0 ** -31.7 * 1.01, ("f32 expm1 down", np.log2(err))

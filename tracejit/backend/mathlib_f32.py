@@ -7,11 +7,13 @@ is one zmm register, twice the lanes per instruction of the f64 bodies).
 Invariants (same as ``mathlib_emit``): no fast-math flags, only explicit ``llvm.fma``; integers
 come from the 1.5*2^23 shifter (``_round``), never ``fptosi``; signed zeros, NaN, +-inf and
 subnormals come out exactly as NumPy's, either from selects or from a ``rare`` block that only
-runs when some lane needs it (log family: x <= 0, subnormal, inf, NaN; exp: |x| > 86 or NaN).
+runs when some lane needs it (log family: x <= 0, subnormal, inf, NaN; exp: |x| > 86 or NaN;
+sinh/cosh: |x| >= 88 or NaN). exp, sinh and cosh are table-driven like ``mathlib_emit``'s exp
+family, with 16-entry tables (one vpermps per lookup, ``Emit.lookup``).
 
-Polynomials are discrete-minimax fits (linear programming on 3000 points, relative error,
-coefficients rounded to f32 one at a time with the rest refitted); the error of each fit is
-noted next to it. Max errors, measured against the f64 result rounded to f32 over the test
+Polynomials are discrete-minimax fits (linear programming on 3000 points, or Lawson's algorithm
+for the table-driven ones, relative error, coefficients rounded to f32 one at a time with the
+rest refitted); the error of each fit is noted next to it. Max errors, measured against the f64 result rounded to f32 over the test
 domains (tests/test_mathlib.py), are in ``mathlib``'s docstring.
 """
 from __future__ import annotations
@@ -58,9 +60,31 @@ PI_2 = _f32_down(PI - decimal.Decimal(PI_1))
 PI_3 = _f32_down(PI - decimal.Decimal(PI_1) - decimal.Decimal(PI_2))
 INV_PI = _f32(_D.divide(1, PI))
 
-# e^r = 1 + r*EXP_Q(r), |r| <= ln2/2 + 2^-9: relative error 2^-28.2
-EXP_Q = [1.0, 0.4999999403953552, 0.166665181517601, 0.04166825860738754,
-         0.008369059301912785, 0.0013822700129821897]
+# Table-driven exp (as in ``mathlib_emit``): x = n*ln2/16 + r, n = 16m + j,
+# 2^(j/16) = hi_j*(1 + tail_j) from two 16-entry tables (one vpermps each on AVX-512).
+LN2_16_HI, LN2_16_LO = _split(_D.divide(LN2, 16))
+INV_LN2_16 = _f32(_D.divide(16, LN2))
+# e^r = 1 + r + r^2*EXP16_G(r), |r| <= 1.002*ln2/32: relative error 2^-29.2
+EXP16_G = [0.5000162720680237, 0.16667017340660095]
+
+
+def _exp2_table():
+    """(hi, tail) f32 tables of 2^(j/16): tail_j = 2^(j/16)/hi_j - 1, hi_j's bits with j << 19
+    subtracted (adding n << 19, n = 16m + j, gives 2^m * hi_j's bits)."""
+    his, tails = [], []
+    for j in range(16):
+        value = _D.power(2, decimal.Decimal(j) / 16)
+        hi = _f32(value)
+        tails.append(_f32(_D.divide(value - decimal.Decimal(hi), decimal.Decimal(hi))))
+        raw = int(np.float32(hi).view(np.int32)) - (j << 19)
+        his.append(float(np.int32(raw).view(np.float32)))
+    return his, tails
+
+
+EXP16_HI, EXP16_TAIL = _exp2_table()
+# sinh, cosh reduce a = |x| down (0 <= r): expm1(r) = r + r^2*EXPM1_UP16_G(r) on
+# -0.002*ln2/16 <= r <= 1.002*ln2/16: relative error 2^-31.7
+EXPM1_UP16_G = [0.5000001192092896, 0.1666494458913803, 0.042360950261354446]
 # 2^r = 1 + r*EXP2_Q(r), |r| <= 1/2 + 2^-10: relative error 2^-28.3
 EXP2_Q = [0.6931471824645996, 0.24022647738456726, 0.05550359562039375, 0.009618505835533142,
           0.0013391023967415094, 0.0001532679598312825]
@@ -121,18 +145,30 @@ def _exp_reduce(e: Emit, x):
     return t, e.fma(e.neg(kf), e.c(LN2_LO), r)
 
 
-def emit_exp(e: Emit, x):
-    """exp x = 2^k * e^r; |x| > 86 (or NaN) lanes redo it clamped with a two-step scale."""
-    def body(xc):
-        t, r = _exp_reduce(e, xc)
-        return t, e.fma(r, e.poly(r, EXP_Q), e.c(1.0))
+def _exp16_parts(e: Emit, x):
+    """(t, tmp): x = n*ln2/16 + r, t = SHIFT + n, tmp = tail_j + expm1(r), |r| <= ln2/32."""
+    t, kf = _round_fma(e, x, INV_LN2_16)
+    r = e.fma(e.neg(kf), e.c(LN2_16_HI), x)       # exact: |r| < 2^-5, 24 bits
+    r = e.fma(e.neg(kf), e.c(LN2_16_LO), r)
+    acc = e.poly(r, [1.0] + EXP16_G)
+    return t, e.fma(acc, r, e.lookup(EXP16_TAIL, e.bits(t)))
 
-    t, p = body(x)
-    fast = e.from_bits(e.b.add(e.bits(p), e.b.shl(e.bits(t), e.ci(23))))
+
+def emit_exp(e: Emit, x):
+    """exp x = 2^m * 2^(j/16) * e^r (``mathlib_emit.emit_exp`` with 16 entries and a cubic:
+    9 FMA-unit operations became 7 plus two vpermps); |x| > 86 (or NaN) lanes redo it
+    clamped, hi_j*(1 + tmp) scaled by two exponent multiplies."""
+    t, tmp = _exp16_parts(e, x)
+    tb = e.bits(t)
+    s = e.from_bits(e.b.add(e.bits(e.lookup(EXP16_HI, tb)), e.b.shl(tb, e.ci(19))))
+    fast = e.fma(s, tmp, s)
 
     def slow():
-        t2, p2 = body(e.clamp(x, -104.0, 89.0))
-        return _scale(e, p2, _kint(e, t2))
+        t2, tmp2 = _exp16_parts(e, e.clamp(x, -104.0, 89.0))
+        tb2 = e.bits(t2)
+        hi = e.from_bits(e.b.add(e.bits(e.lookup(EXP16_HI, tb2)),
+                                 e.b.shl(e.b.and_(tb2, e.ci(15)), e.ci(19))))
+        return _scale(e, e.fma(hi, tmp2, hi), e.b.ashr(_kint(e, t2), e.ci(4)))
     return e.rare(e.b.not_(e.lt(e.abs(x), e.c(86.0))), fast, slow)
 
 
@@ -181,32 +217,58 @@ def emit_tanh(e: Emit, x):
     return e.copysign(res, x)
 
 
-def _exp_half(e: Emit, ax):
-    """(t, q, big, is_big): e^ax = 2^k*(1+q); big = e^ax/2 without early overflow (ax <= 89.5),
-    is_big for ax > 9 where e^-ax is below half an ulp of e^ax/2."""
-    t, q = _expm1_core(e, e.sel(e.gt(ax, e.c(89.5)), e.c(89.5), ax))
-    big = e.mul(e.mul(e.add(q, e.c(1.0)), _pow2_of(e, t, -65)), e.c(2.0 ** 64))
-    return t, q, big, e.gt(ax, e.c(9.0))
+def _expm1_down(e: Emit, a):
+    """(tb, p): a = n*ln2/16 + r with 0 <= r <= ln2/16 for a >= 0 (reduced down, so
+    expm1(a) = (S - 1) + S*p has no cancellation), tb the bits of SHIFT + n and
+    p = tail_j + expm1(r): e^a = 2^m * hi_j * (1 + p), n = 16m + j."""
+    t = e.add(e.fma(a, e.c(INV_LN2_16), e.c(-0.5)), e.c(SHIFT))
+    kf = e.sub(t, e.c(SHIFT))
+    r = e.fma(e.neg(kf), e.c(LN2_16_LO), e.fma(e.neg(kf), e.c(LN2_16_HI), a))
+    tb = e.bits(t)
+    return tb, e.add(r, e.fma(e.poly(r, EXPM1_UP16_G), e.mul(r, r),
+                              e.lookup(EXP16_TAIL, tb)))
+
+
+def _pow16(e: Emit, tb):
+    """2^m * hi_j by one integer add (normal results: m <= 127)."""
+    return e.from_bits(e.b.add(e.bits(e.lookup(EXP16_HI, tb)), e.b.shl(tb, e.ci(19))))
+
+
+def _hyperbolic(e: Emit, x, small_fn):
+    """small_fn(s, p) (s = 2^m*hi_j, e^a = s*(1 + p)) for a = |x| < 88; lanes with a >= 88 or
+    NaN send the vector to a rare path where they get e^a/2 by two exponent multiplies (a
+    capped at 89.5, beyond the overflow at 89.42) and the others the fast path's bits."""
+    ax = e.abs(x)
+    tb, p = _expm1_down(e, ax)
+
+    def slow():
+        tb2, p2 = _expm1_down(e, e.sel(e.gt(ax, e.c(89.5)), e.c(89.5), ax))
+        hi = e.from_bits(e.b.add(e.bits(e.lookup(EXP16_HI, tb2)),
+                                 e.b.shl(e.b.and_(tb2, e.ci(15)), e.ci(19))))
+        m = e.b.sub(e.b.ashr(e.b.sub(tb2, e.ci(SHIFT_BITS)), e.ci(4)), e.ci(1))
+        return e.sel(e.b.not_(e.lt(ax, e.c(88.0))), _scale(e, e.fma(hi, p2, hi), m),
+                     small_fn(_pow16(e, tb2), p2))
+    return e.rare(e.b.not_(e.lt(ax, e.c(88.0))), small_fn(_pow16(e, tb), p), slow)
 
 
 def emit_sinh(e: Emit, x):
-    """sinh|x| = (u + u/(u+1))/2 with u = expm1|x|; e^|x|/2 once |x| > 9."""
-    ax = e.abs(x)
-    t, q, big, is_big = _exp_half(e, ax)
-    u = _expm1_from(e, t, q)
-    small = e.mul(e.c(0.5), e.add(u, e.div(u, e.add(u, e.c(1.0)))))
-    res = e.sel(is_big, big, small)
-    res = e.sel(e.lt(ax, e.c(2.0 ** -12)), ax, res)
-    return e.copysign(res, x)
+    """sinh|x| = (t + q)/2, t = expm1|x|, q = t/(t+1); below t = 1 as t - (t/2)*q
+    (``mathlib_emit.emit_sinh``; 2.2 -> 1.7 ulp)."""
+    def small(s, p):
+        t = e.fma(s, p, e.sub(s, e.c(1.0)))
+        q = e.div(t, e.add(t, e.c(1.0)))
+        low = e.lt(t, e.c(1.0))
+        half = e.mul(t, e.c(0.5))
+        return e.fma(e.sel(low, e.neg(half), e.c(0.5)), q, e.sel(low, t, half))
+    return e.copysign(_hyperbolic(e, x, small), x)
 
 
 def emit_cosh(e: Emit, x):
-    """cosh x = h + 1/(4h) with h = e^|x|/2 = 2^(k-1)*(1+q); e^|x|/2 once |x| > 9."""
-    ax = e.abs(x)
-    t, q, big, is_big = _exp_half(e, ax)
-    h2 = _pow2_of(e, t, -1)
-    h = e.fma(h2, q, h2)
-    return e.sel(is_big, big, e.add(h, e.div(e.c(0.25), h)))
+    """cosh x = u/2 + (1/2)/u with u = e^|x|."""
+    def small(s, p):
+        u = e.fma(s, p, s)
+        return e.fma(e.c(0.5), u, e.div(e.c(0.5), u))
+    return _hyperbolic(e, x, small)
 
 
 # ----------------------------------------------------------------------------- logarithms
