@@ -32,6 +32,35 @@ def timeit(fn, *, repeat=7, min_time=0.02, warmup=1):
     return min(times), statistics.median(times)
 
 
+class one_core:
+    """Context manager: every thread of this process (and any it starts) runs on one CPU.
+
+    XLA starts its own worker threads whatever XLA_FLAGS say (measured: jax's "one thread" W1
+    row used both cores, CPU time twice the wall time), so peers' single-core figures are taken
+    pinned. Linux only; elsewhere a no-op."""
+
+    def __enter__(self):
+        self.saved = {}
+        if not hasattr(os, "sched_setaffinity"):
+            return self
+        cpu = min(os.sched_getaffinity(0))
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                self.saved[int(tid)] = os.sched_getaffinity(int(tid))
+                os.sched_setaffinity(int(tid), {cpu})
+            except OSError:          # a thread that just ended
+                pass
+        return self
+
+    def __exit__(self, *exc):
+        for tid in os.listdir("/proc/self/task") if self.saved else ():
+            try:
+                os.sched_setaffinity(int(tid), self.saved.get(int(tid), set(range(os.cpu_count()))))
+            except OSError:
+                pass
+        return False
+
+
 def peer(name):
     """Import an optional comparison library, or None."""
     try:
