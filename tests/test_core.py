@@ -186,6 +186,40 @@ def test_literal_folding():
     assert "6.0" in text and text.count("mul") == 1
 
 
+def test_cse_matches_commuted_operands():
+    f = tj.trace(lambda x, y: x * 0.5 + 0.5 * x + (x + y) * (y + x))
+    assert str(f.ir(np.ones(2), np.ones(2))).count("mul") == 2
+    g = tj.trace(lambda x, y: np.maximum(x, y) + np.maximum(y, x))   # not commutative: +-0
+    assert str(g.ir(np.ones(2), np.ones(2))).count("max") == 2
+    assert np.array_equal(np.signbit(g(np.array([0.0]), np.array([-0.0]))), [False])
+
+
+SPECIAL = np.array([0.0, -0.0, 1.5, -2.0, 3.0, np.inf, -np.inf])
+
+
+@pytest.mark.parametrize("rule", [
+    lambda x, y: y + (-x) * y, lambda x, y: y - x / (-y), lambda x, y: x + (-y),
+    lambda x, y: (-x) + y, lambda x, y: x - (-y), lambda x, y: (-x) - (-y),
+    lambda x, y: (-x) + (-y), lambda x, y: (-x) - y, lambda x, y: y + -(-x) * (-y),
+    lambda x, y: np.sin(-x) + (-x) * (-y)])
+def test_negations_sink_exactly(rule):
+    x, y = (a.ravel() for a in np.meshgrid(SPECIAL, SPECIAL))
+    f = tj.trace(rule)
+    got, want = f(x, y), rule(x, y)
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan)          # the sign of a NaN is not kept
+    assert np.array_equal(got[~nan].view(np.int64), want[~nan].view(np.int64))   # zeros too
+
+
+def test_reverse_mode_negations_vanish():
+    def g(x):
+        for _ in range(3):
+            x = x - 0.1 * np.sin(x) * np.cos(x) + 0.01 * x * x
+        return np.sum(x)
+    text = str(tj.trace(tj.grad(g)).ir(np.ones(4)))
+    assert " = neg " not in text and "sin" in text
+
+
 def test_concretization_errors_name_user_line():
     def branchy(x):
         if x > 0:                                       # the offending line

@@ -4,7 +4,10 @@
   x = -0.0, so it stays for floats), neg(neg x), convert to the same dtype, reshape of reshape,
   transpose of transpose, a reshape/transpose/broadcast that changes nothing.
 - ``fold_constants``: equations whose operands are all literals become a literal.
-- ``cse``: equal equations (same primitive, params and operands) are computed once.
+- ``sink_negations``: float negations carried into the products and sums that use them
+  ((-a)*b = -(a*b), a + (-b) = a - b, ...), exact but for the sign of a NaN (see there).
+- ``cse``: equal equations (same primitive, params and operands; either order for add and mul)
+  are computed once.
 - ``dce``: equations whose results are unused are dropped.
 - ``inline_calls`` (first): custom_jvp/custom_vjp calls become their primal equations and
   stop_gradient disappears; their rules matter only to AD, which runs on the raw trace.
@@ -25,14 +28,18 @@ from .ops import structural as st
 
 
 class _Subst:
-    """Var replacement map applied to operands."""
+    """Var replacement map applied to operands (keys are ids of vars, which the graph being
+    rewritten keeps alive, so no literal shares one)."""
 
     def __init__(self):
         self.map: dict[int, object] = {}
 
     def __call__(self, a):
-        while not isinstance(a, Literal) and id(a) in self.map:
-            a = self.map[id(a)]
+        get = self.map.get
+        b = get(id(a))
+        while b is not None:
+            a = b
+            b = get(id(a))
         return a
 
     def set(self, var, atom):
@@ -40,15 +47,17 @@ class _Subst:
 
 
 def _rebuild(graph, eqns, subst) -> Graph:
+    """The graph with ``eqns``, whose operands every pass substitutes as it walks (a var is
+    replaced while its definition is visited, before any use), and substituted outputs."""
     if not subst.map:
         return graph.replace(eqns=eqns)
-    return graph.replace(eqns=[_with_ins(e, tuple(subst(a) for a in e.invars)) for e in eqns],
-                         outvars=tuple(subst(a) for a in graph.outvars))
+    return graph.replace(eqns=eqns, outvars=tuple(subst(a) for a in graph.outvars))
 
 
-def _with_ins(eqn, ins) -> Eqn:
-    """``eqn`` with operands ``ins`` (the same object when nothing changed)."""
-    if all(a is b for a, b in zip(ins, eqn.invars)):
+def _with_ins(eqn, ins: tuple) -> Eqn:
+    """``eqn`` with operands ``ins`` (the same object when nothing changed; atoms compare by
+    identity)."""
+    if ins == eqn.invars:
         return eqn
     return Eqn(eqn.prim, ins, eqn.outvars, eqn.params, eqn.source)
 
@@ -105,14 +114,23 @@ def _atom_key(a):
     return id(a)
 
 
+def _operand_order(key):
+    return (1, key) if isinstance(key, tuple) else (0, key)
+
+
 def cse(graph: Graph) -> Graph:
-    """Reuse the first of several identical equations."""
+    """Reuse the first of several identical equations; add and mul match with their operands
+    in either order (both are exactly commutative; max/min are not, for signed zeros)."""
     subst = _Subst()
     seen: dict = {}
     kept = []
     for eqn in graph.eqns:
         ins = tuple(subst(a) for a in eqn.invars)
-        key = (eqn.prim.name, _param_key(eqn.params), tuple(_atom_key(a) for a in ins))
+        keys = tuple(_atom_key(a) for a in ins)
+        if (eqn.prim is ew.add_p or eqn.prim is ew.mul_p) and \
+                _operand_order(keys[1]) < _operand_order(keys[0]):
+            keys = (keys[1], keys[0])
+        key = (eqn.prim.name, _param_key(eqn.params) if eqn.params else (), keys)
         prev = seen.get(key)
         if prev is not None and not eqn.prim.props.get("effect"):
             for old, new in zip(eqn.outvars, prev.outvars):
@@ -124,19 +142,24 @@ def cse(graph: Graph) -> Graph:
     return _rebuild(graph, kept, subst)
 
 
+def _foldable(eqn, ins) -> bool:
+    return bool(ins) and all(isinstance(a, Literal) for a in ins) and \
+        not eqn.prim.multiple_results and eqn.outvars[0].ty.shape == () and \
+        eqn.prim.kind == "elementwise"
+
+
 def fold_constants(graph: Graph) -> Graph:
     """Evaluate scalar equations whose operands are all literals."""
     subst = _Subst()
     kept = []
     for eqn in graph.eqns:
-        ins = [subst(a) for a in eqn.invars]
-        if ins and all(isinstance(a, Literal) for a in ins) and not eqn.prim.multiple_results \
-                and eqn.outvars[0].ty.shape == () and eqn.prim.kind == "elementwise":
+        ins = tuple(subst(a) for a in eqn.invars)
+        if _foldable(eqn, ins):
             with np.errstate(all="ignore"):
                 value = eqn.prim.impl(*[a.value for a in ins], **eqn.params)
             subst.set(eqn.outvars[0], Literal(value, eqn.outvars[0].ty))
             continue
-        kept.append(eqn)
+        kept.append(_with_ins(eqn, ins))
     return _rebuild(graph, kept, subst)
 
 
@@ -230,6 +253,106 @@ def _identity(eqn, ins, out, producer):
     return None
 
 
+def sink_negations(graph: Graph) -> Graph:
+    """Remove float negations by carrying the sign into the operations that use them:
+    (-a)*b = -(a*b), (-a)/b = -(a/b), a + (-b) = a - b, (-a) + b = b - a, a - (-b) = a + b,
+    (-a) - (-b) = b - a, -(-a) = a. Each is exact for every value, signed zeros included (IEEE
+    defines a - b as a + (-b); products take the xor of the signs), except for the sign of a
+    NaN result, which IEEE leaves unspecified for arithmetic. (-a) + (-b) is not -(a + b)
+    (+0 against -0 when a = -b), so there one operand is negated as is.
+
+    A value may be held negated when every use absorbs the sign (add, sub) or carries it on (a
+    mul, div or neg whose result may be held negated); any other use (sin, an output, ...) gets
+    one materialised neg. Reverse-mode graphs are full of negations (the transpose of sub, the
+    derivative of cos), which mostly vanish; the graph is returned unchanged unless it gets
+    shorter."""
+    eqns = graph.eqns
+    if not any(e.prim is ew.neg_p for e in eqns):
+        return graph
+    signed = (ew.neg_p, ew.mul_p, ew.div_p)
+
+    def real(v):
+        return v.ty.dtype.kind == "f"
+
+    uses: dict = {}
+    for e in eqns:
+        for a in e.invars:
+            uses.setdefault(id(a), []).append(e)
+    outputs = {id(a) for a in graph.outvars}
+    carry: dict = {}                 # id(var) -> its value may be held negated
+    for e in reversed(eqns):
+        if e.prim in signed:
+            v = e.outvars[0]
+            carry[id(v)] = real(v) and id(v) not in outputs and all(
+                c.prim in (ew.add_p, ew.sub_p) or
+                c.prim in signed and carry.get(id(c.outvars[0]), False)
+                for c in uses.get(id(v), ()))
+
+    subst = _Subst()
+    negated: dict = {}               # id(var) -> (u, var, source): var's value is -u
+    done: set = set()                # vars of ``negated`` defined after all
+    kept = []
+
+    def rep(a):
+        a = subst(a)
+        entry = negated.get(id(a))
+        return (entry[0], True) if entry else (a, False)
+
+    def value(a):
+        a = subst(a)
+        entry = negated.get(id(a))
+        if entry is not None and id(a) not in done:
+            u, var, source = entry
+            kept.append(Eqn(ew.neg_p, (u,), (var,), {}, source))
+            done.add(id(a))
+        return a
+
+    for e in eqns:
+        p = e.prim
+        out = e.outvars[0] if e.outvars else None
+        if p is ew.neg_p and real(out):
+            u, neg = rep(e.invars[0])
+            if neg:
+                subst.set(out, u)
+            elif carry[id(out)]:
+                negated[id(out)] = (u, out, e.source)
+            else:
+                kept.append(_with_ins(e, (u,)))
+            continue
+        if p in (ew.mul_p, ew.div_p) and real(out):
+            (u1, n1), (u2, n2) = rep(e.invars[0]), rep(e.invars[1])
+            if n1 == n2:
+                kept.append(_with_ins(e, (u1, u2)))
+            elif carry[id(out)]:
+                t = Var(out.ty)
+                kept.append(Eqn(p, (u1, u2), (t,), e.params, e.source))
+                negated[id(out)] = (t, out, e.source)
+            else:                        # needed as is: negate the operand instead
+                ins = (value(e.invars[0]), u2) if n1 else (u1, value(e.invars[1]))
+                kept.append(_with_ins(e, ins))
+            continue
+        if p in (ew.add_p, ew.sub_p) and real(out):
+            (u1, n1), (u2, n2) = rep(e.invars[0]), rep(e.invars[1])
+            add = p is ew.add_p
+            if not n1 and not n2:
+                prim, ins = p, (u1, u2)
+            elif not n1:                 # a + (-b) = a - b; a - (-b) = a + b
+                prim, ins = (ew.sub_p if add else ew.add_p), (u1, u2)
+            elif not n2 and add:         # (-a) + b = b - a
+                prim, ins = ew.sub_p, (u2, u1)
+            elif n2 and not add:         # (-a) - (-b) = b - a
+                prim, ins = ew.sub_p, (u2, u1)
+            else:                        # (-a) + (-b), (-a) - b: -a as is
+                prim, ins = ew.sub_p, (value(e.invars[0]), u2)
+            kept.append(Eqn(prim, ins, e.outvars, e.params, e.source))
+            continue
+        kept.append(_with_ins(e, tuple(value(a) for a in e.invars)))
+    outvars = tuple(value(a) for a in graph.outvars)
+    if len(kept) >= len(eqns):
+        return graph
+    return graph.replace(eqns=kept, outvars=outvars)
+
+
 def inline_calls(graph: Graph) -> Graph:
     """Expand call primitives (``props['inline']``: custom_jvp/custom_vjp calls, whose rules
     matter only to AD) into the equations of their sub-graph, and drop AD-only identities
@@ -270,12 +393,16 @@ def inline_calls(graph: Graph) -> Graph:
                        constvals=tuple(v for _, v in consts))
 
 
-PIPELINE = (("inline", inline_calls), ("fold", fold_constants),
+PIPELINE = (("inline", inline_calls), ("fold", fold_constants), ("negs", sink_negations),
             ("identities", simplify_identities), ("cse", cse), ("dce", dce))
-# Only these passes can expose work for another round: in this order, cse (a forward walk with
-# substitution, complete in one pass) and dce never create a literal operand, an identity or a
-# duplicate that an earlier pass of the round would have needed.
-_ENABLING = ("inline", "fold", "identities")
+# When another round is needed: every pass is a forward walk with substitution, complete in one
+# pass, and each pass's results are seen by the passes after it in the round. So the only work
+# a round can leave behind is for a pass that ran before the change: inline (first) expands
+# nested calls recursively; fold is left work only when a later pass turned an operand into a
+# literal (identities: x * 1 with x a literal; negs, cse and dce never do). Hence one more round
+# exactly while some equation is foldable (a scan, not a round: a round is ~6 ms on a gradient).
+# (negs may miss a negation that cse exposes later in the round; that costs an equation, never
+# correctness.)
 
 
 def run_pass(name, fn, graph: Graph) -> Graph:
@@ -306,19 +433,16 @@ def _simplify_subgraphs(graph: Graph, inline: bool = True) -> Graph:
 
 def simplify(graph: Graph, inline: bool = True) -> Graph:
     """Run the simplification pipeline to a fixed point (at most 4 rounds); a round is repeated
-    only when one of the ``_ENABLING`` passes removed equations (see there).
+    only while constant folding has work left (see ``PIPELINE``).
 
     ``inline=False`` keeps call primitives (checkpoint regions, custom rules) as they are: AD
     simplifies a JVP graph that way before partial evaluation, which needs the regions."""
     graph = _simplify_subgraphs(graph, inline)
     for _ in range(4):
-        again = False
         for name, fn in PIPELINE:
             if name == "inline" and not inline:
                 continue
-            before = len(graph.eqns)
             graph = run_pass(name, fn, graph)
-            again |= name in _ENABLING and len(graph.eqns) != before
-        if not again:
+        if not any(_foldable(e, e.invars) for e in graph.eqns):
             break
     return graph

@@ -10,7 +10,10 @@ Layout of the generated code:
   mask (``llvm.masked.load/store``; strided operands use masked gather/scatter), so the last
   step covers the tail. The range [start, end) is over collapsed dim 0 (the only dim when k == 1)
   and, when k == 1, starts at a multiple of the grain ``U*VL``;
-- loads of operands whose innermost stride is 0 are hoisted out of the inner loop and splat.
+- loads of operands whose innermost stride is 0 are hoisted out of the inner loop and splat;
+- a body of float arithmetic and math calls has its constants and callees computed in the entry
+  block and its masked reduction selects in a block of their own, so that the opt-0 tier's
+  FastISel selects it instead of SelectionDAG (``emit_ops.OpContext``: ~2x faster codegen).
 
 Reductions (sinks), per output element:
 - innermost dim reduced: U vector accumulators (lane l of accumulator u takes inner indices
@@ -32,7 +35,7 @@ from llvmlite import ir
 
 from ..ir import Literal, Var
 from . import emit_ops as ops
-from .emit_memory import ERR_INDEX, MemoryOps, _real, identity
+from .emit_memory import ERR_INDEX, MemoryOps, _real, add_index, identity
 from .emit_ops import I32, I64, OpContext, mem_type, reg_type
 
 PTR = ir.PointerType()
@@ -294,7 +297,7 @@ class _Emitter(MemoryOps):
         nops = len(g.eqns) + len(g.stores) + len(g.sinks)
         self.unroll = 4 if inner >= 4 * self.vl and nops <= 400 else \
             (2 if inner >= 2 * self.vl else 1)
-        self.cx = OpContext(b, self.vl)
+        self.cx = OpContext(b, self.vl, hoist=self._fast_isel_ok())
         self._nest(ext, 0, [_i64(0)] * len(accesses))
         b.ret_void()
         parallel_ok = all(not r[0] for r in reds)
@@ -328,6 +331,12 @@ class _Emitter(MemoryOps):
             a.strides = [2 * s for s in a.strides] + [1]
             a.dtype = real
         return self.group.shape + (2,)
+
+    def _fast_isel_ok(self):
+        """Whether the body is all float arithmetic and calls, which FastISel selects when
+        constants and callees are hoisted (``emit_ops.FAST_ISEL``)."""
+        return all(e.prim.name in ops.FAST_ISEL and e.outvars[0].ty.dtype.kind == "f"
+                   for e in self.group.eqns)
 
     def _cost(self):
         c = sum(ops.COST.get(e.prim.name, 0.05) for e in self.group.eqns)
@@ -448,6 +457,7 @@ class _Emitter(MemoryOps):
         (None: all lanes active)."""
         b, cx = self.b, self.cx
         mask = masks or [None] * nu
+        at = [add_index(b, i, _i64(u * self.vl)) for u in range(nu)]   # index of vector u
         accesses = self.all_accesses()
         env = {}
         for key, a in self.leaves.items():
@@ -455,8 +465,7 @@ class _Emitter(MemoryOps):
                 env[key] = [self.hoisted[key]] * nu
             else:
                 off = offs[accesses.index(a)]
-                env[key] = [self._vec_load(a, off, b.add(i, _i64(u * self.vl)), mask[u])
-                            for u in range(nu)]
+                env[key] = [self._vec_load(a, off, at[u], mask[u]) for u in range(nu)]
 
         def val(atom, u):
             if isinstance(atom, Literal):
@@ -470,21 +479,28 @@ class _Emitter(MemoryOps):
                 env[id(e.outvars[0])] = [self._gather(e, u, i, mask[u], offs, val, env)
                                          for u in range(nu)]
                 continue
-            outs = [ops.emit(cx, e, [val(a, u) for a in e.invars]) for u in range(nu)]
+            emit = ops.rule(e)
+            outs = [emit(cx, e, *[val(a, u) for a in e.invars]) for u in range(nu)]
             name = self.namer(e.outvars[0]) if self.namer else ""
-            for o in outs:
-                if name and isinstance(o, ir.Instruction):
-                    o.name = name
+            if name:
+                for o in outs:
+                    if isinstance(o, ir.Instruction):
+                        o.name = name
             env[id(e.outvars[0])] = outs
+        if cx.hoist and (masks and self.sinks or any(e.prim.name in ARG for e, _, _ in self.sinks)):
+            # reductions select masked lanes (and argmax compares): a block of their own, so
+            # the block of the equations above stays whole for FastISel (see OpContext.hoist)
+            step = b.append_basic_block(f"{b.block.name}.sinks")
+            b.branch(step)
+            b.position_at_end(step)
         for atom, a in self.stores:
             off = offs[accesses.index(a)]
             for u in range(nu):
-                self._vec_store(a, off, b.add(i, _i64(u * self.vl)), val(atom, u), mask[u])
+                self._vec_store(a, off, at[u], val(atom, u), mask[u])
         for n, (e, a, _) in enumerate(self.sinks):
             if e.prim.name in ARG:
                 for u in range(nu):
-                    self._arg_step(e, self.accs[n][u], val(e.invars[0], u),
-                                   b.add(i, _i64(u * self.vl)), mask[u])
+                    self._arg_step(e, self.accs[n][u], val(e.invars[0], u), at[u], mask[u])
                 continue
             comb = _combine(e.prim.name)
             odt = e.outvars[0].ty.dtype
@@ -503,9 +519,8 @@ class _Emitter(MemoryOps):
                     _map(lambda x, p: b.store(x, p), new, slot)
             else:
                 for u in range(nu):
-                    iu = b.add(i, _i64(u * self.vl))
-                    old = self._vec_load(a, off, iu, mask[u])
-                    self._vec_store(a, off, iu, comb(cx, e, old, val(e.invars[0], u)), mask[u])
+                    old = self._vec_load(a, off, at[u], mask[u])
+                    self._vec_store(a, off, at[u], comb(cx, e, old, val(e.invars[0], u)), mask[u])
 
 
 def emit_group(module, name, group, plan, slot_of, namer=None, err_slot=0) -> GroupCode:

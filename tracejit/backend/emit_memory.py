@@ -28,6 +28,16 @@ def _i64(v):
     return ir.Constant(I64, int(v))
 
 
+def add_index(b, x, y):
+    """``x + y`` on i64 indices, without an instruction when one is the constant 0 (most
+    offsets and interleave steps of a fused body are)."""
+    if isinstance(y, ir.Constant) and y.constant == 0:
+        return x
+    if isinstance(x, ir.Constant) and x.constant == 0:
+        return y
+    return b.add(x, y)
+
+
 def _is_float_value(v):
     t = v.type.element if isinstance(v.type, ir.VectorType) else v.type
     return isinstance(t, (ir.FloatType, ir.DoubleType))
@@ -160,7 +170,7 @@ class MemoryOps:
         mt = mem_type(a.dtype)
         vt = ir.VectorType(mt, vl)
         if s == 1:
-            p = self._ptr(a, b.add(off, i))
+            p = self._ptr(a, add_index(b, off, i))
             if mask is None:
                 v = b.load(p, typ=vt)
                 v.align = a.dtype.itemsize
@@ -190,7 +200,7 @@ class MemoryOps:
         size = _real(a.dtype).itemsize
         if s == 1:
             wide = ir.VectorType(rt, 2 * vl)
-            p = self._ptr(a, b.add(off, i))
+            p = self._ptr(a, add_index(b, off, i))
             if mask is None:
                 v = b.load(p, typ=wide)
                 v.align = size
@@ -221,7 +231,7 @@ class MemoryOps:
         if s == 1:
             wide = b.shuffle_vector(v[0], v[1], ir.Constant(
                 ir.VectorType(I32, 2 * vl), [k // 2 + (k % 2) * vl for k in range(2 * vl)]))
-            p = self._ptr(a, b.add(off, i))
+            p = self._ptr(a, add_index(b, off, i))
             if mask is None:
                 st = b.store(wide, p)
                 st.align = size
@@ -264,7 +274,7 @@ class MemoryOps:
         if a.dtype.kind == "b":
             v = b.zext(v, ir.VectorType(I8, vl))
         if s == 1:
-            p = self._ptr(a, b.add(off, i))
+            p = self._ptr(a, add_index(b, off, i))
             if mask is None:
                 st = b.store(v, p)
                 st.align = a.dtype.itemsize
@@ -302,7 +312,7 @@ class MemoryOps:
             bad = b.and_(bad, mask)
         w = b.select(inb, w, cx.const(I64, 0))
         off = offs[self.all_accesses().index(acc)]
-        iu = b.add(i, _i64(u * vl))
+        iu = add_index(b, i, _i64(u * vl))
         s_in = acc.strides[-1] if acc.strides else 0
         elem = b.add(off, b.mul(iu, _i64(s_in)))
         if acc.dtype.kind == "c":

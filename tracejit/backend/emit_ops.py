@@ -18,6 +18,8 @@ functions run through the NumPy fallback.
 """
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 from llvmlite import ir
 
@@ -55,30 +57,96 @@ def suffix(ty) -> str:
     return f"i{ty.width}"
 
 
-class OpContext:
-    """Builder + lane count; constants and intrinsic calls of the right shape."""
+_VECTOR_TYPES: dict = {}
 
-    def __init__(self, builder: ir.IRBuilder, vl: int):
+
+def vector_type(scalar_ty, lanes: int) -> ir.VectorType:
+    """The one ``<lanes x T>`` object per type: llvmlite caches a type's text per object, and a
+    fused body names the same vector type on every instruction."""
+    key = (str(scalar_ty), lanes)
+    vt = _VECTOR_TYPES.get(key)
+    if vt is None:
+        vt = _VECTOR_TYPES[key] = ir.VectorType(scalar_ty, lanes)
+    return vt
+
+
+class Splat(ir.Constant):
+    """A vector constant with every lane equal, printed as LLVM's ``splat (T v)``: long fused
+    bodies use the same few literals hundreds of times, and the short form is less text to
+    print and to parse."""
+
+    def __init__(self, vty: ir.VectorType, scalar: ir.Constant):
+        super().__init__(vty, [scalar] * vty.count)
+
+    def _get_reference(self):
+        return f"splat ({self.constant[0]})"
+
+
+_TRUE = ir.Constant(ir.IntType(1), 1)
+
+
+class OpContext:
+    """Builder + lane count; constants, math and intrinsic calls of the right shape. Constants
+    are made once per (type, value, lanes) and reused, so their text is formatted once.
+
+    ``hoist`` (fused loop bodies): vector constants and the addresses of math functions become
+    SSA values computed once in the function's entry block (``select i1 true, c, c``, which
+    nothing folds at opt 0), and math calls are indirect through them. The opt-0 tier selects
+    instructions with FastISel, which walks a block bottom-up and hands everything above the
+    first instruction it cannot select to SelectionDAG (~5 us per instruction instead of ~1):
+    in the JIT's large code model it selects neither a vector constant operand nor a direct
+    call (a direct call is a register call there anyway; an indirect one it does select)."""
+
+    def __init__(self, builder: ir.IRBuilder, vl: int, hoist: bool = False):
         self.b = builder
         self.vl = vl
+        self.hoist = hoist
+        self._consts: dict = {}
 
     def ty(self, scalar_ty):
-        return scalar_ty if self.vl == 1 else ir.VectorType(scalar_ty, self.vl)
+        return scalar_ty if self.vl == 1 else vector_type(scalar_ty, self.vl)
 
     def const(self, scalar_ty, value):
-        if isinstance(scalar_ty, (ir.FloatType, ir.DoubleType)):
-            value = float(value)
-        else:
-            value = int(value)
-        c = ir.Constant(scalar_ty, value)
-        return c if self.vl == 1 else ir.Constant(self.ty(scalar_ty), [c] * self.vl)
+        return self._const(scalar_ty, value, self.vl)
 
     def like(self, v, value):
         """A constant of ``v``'s type (scalar or vector of any width) holding ``value``."""
         if isinstance(v.type, ir.VectorType):
-            c = OpContext(self.b, 1).const(v.type.element, value)
-            return ir.Constant(v.type, [c] * v.type.count)
-        return OpContext(self.b, 1).const(v.type, value)
+            return self._const(v.type.element, value, v.type.count)
+        return self._const(v.type, value, 1)
+
+    def _const(self, scalar_ty, value, lanes):
+        if isinstance(scalar_ty, (ir.FloatType, ir.DoubleType)):
+            value = float(value)
+            vkey = struct.pack("<d", value)        # keeps -0.0 and NaN payloads apart
+        else:
+            value = vkey = int(value)
+        key = (str(scalar_ty), vkey, lanes)
+        c = self._consts.get(key)
+        if c is None:
+            c = ir.Constant(scalar_ty, value)
+            if lanes > 1:
+                c = Splat(vector_type(scalar_ty, lanes), c)
+                if self.hoist:
+                    c = self._in_entry(c)
+            self._consts[key] = c
+        return c
+
+    def _in_entry(self, value):
+        with self.b.goto_entry_block():
+            return self.b.select(_TRUE, value, value)
+
+    def math(self, name, *args):
+        """``mathlib.call_math`` (see ``hoist`` for the indirect call)."""
+        v = mathlib.call_math(self.b, name, *args)
+        if self.hoist and isinstance(v, ir.CallInstr) and isinstance(v.callee, ir.Function) \
+                and not v.callee.name.startswith("llvm."):
+            key = ("fn", v.callee.name)
+            fp = self._consts.get(key)
+            if fp is None:
+                fp = self._consts[key] = self._in_entry(v.callee)
+            v.callee = fp
+        return v
 
     def intrinsic(self, name, ret, args, types=None):
         """Call ``llvm.<name>.<suffixes>``. Masked memory intrinsics use the LLVM 22 form
@@ -104,7 +172,7 @@ def _is_bool(v):
 
 
 def _math(name):
-    return lambda cx, eqn, x: mathlib.call_math(cx.b, name, x)
+    return lambda cx, eqn, x: cx.math(name, x)
 
 
 def _arith(fop, iop, bop=None):
@@ -123,7 +191,7 @@ def _neg(cx, eqn, x):
 
 def _abs(cx, eqn, x):
     if _is_float(x):
-        return mathlib.call_math(cx.b, "fabs", x)
+        return cx.math("fabs", x)
     return cx.b.select(cx.b.icmp_signed("<", x, cx.like(x, 0)), cx.b.sub(cx.like(x, 0), x), x)
 
 
@@ -160,7 +228,7 @@ def _fmod_parts(cx, x, y):
     mod2 = b.select(fix, b.fadd(mod, y), mod)
     mod2 = b.select(modnz, mod2, cx.intrinsic("copysign", x.type, [zero, y]))
     div = b.select(fix, b.fsub(div, cx.like(x, 1.0)), div)
-    fl = mathlib.call_math(b, "floor", div)
+    fl = cx.math("floor", div)
     fl = b.select(b.fcmp_ordered(">", b.fsub(div, fl), cx.like(x, 0.5)),
                   b.fadd(fl, cx.like(x, 1.0)), fl)
     divnz = b.fcmp_unordered("!=", div, zero)
@@ -229,11 +297,11 @@ def _isnan(cx, eqn, x):
 
 
 def _isinf(cx, eqn, x):
-    return cx.b.fcmp_ordered("==", mathlib.call_math(cx.b, "fabs", x), cx.like(x, float("inf")))
+    return cx.b.fcmp_ordered("==", cx.math("fabs", x), cx.like(x, float("inf")))
 
 
 def _isfinite(cx, eqn, x):
-    return cx.b.fcmp_ordered("<", mathlib.call_math(cx.b, "fabs", x), cx.like(x, float("inf")))
+    return cx.b.fcmp_ordered("<", cx.math("fabs", x), cx.like(x, float("inf")))
 
 
 def _integer_pow(cx, eqn, x):
@@ -298,9 +366,9 @@ EMIT = {
     "add": _arith("fadd", "add", "or_"), "sub": _arith("fsub", "sub"),
     "mul": _arith("fmul", "mul", "and_"), "div": _arith("fdiv", "sdiv"),
     "floordiv": _floordiv, "rem": _rem,
-    "pow": lambda cx, eqn, x, y: mathlib.call_math(cx.b, "power", x, y),
-    "atan2": lambda cx, eqn, x, y: mathlib.call_math(cx.b, "arctan2", x, y),
-    "hypot": lambda cx, eqn, x, y: mathlib.call_math(cx.b, "hypot", x, y),
+    "pow": lambda cx, eqn, x, y: cx.math("power", x, y),
+    "atan2": lambda cx, eqn, x, y: cx.math("arctan2", x, y),
+    "hypot": lambda cx, eqn, x, y: cx.math("hypot", x, y),
     "max": _minmax(True), "min": _minmax(False),
     "eq": _cmp("eq"), "ne": _cmp("ne"), "lt": _cmp("lt"), "le": _cmp("le"), "gt": _cmp("gt"),
     "ge": _cmp("ge"),
@@ -309,10 +377,17 @@ EMIT = {
     "integer_pow": _integer_pow, "select": _select, "convert": _convert,
     "stop_gradient": lambda cx, eqn, x: x,
 }
-for _name in ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "cbrt", "sin", "cos",
-              "tan", "sinh", "cosh", "tanh", "arcsin", "arccos", "arctan", "arcsinh", "arccosh",
-              "arctanh"):
+MATH = ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "cbrt", "sin", "cos", "tan",
+        "sinh", "cosh", "tanh", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh")
+for _name in MATH:
     EMIT[_name] = _math(_name)
+
+# Float primitives whose vector code FastISel selects once constants and callees are hoisted
+# (``OpContext.hoist``): arithmetic and calls (LLVM intrinsics such as sqrt go to SelectionDAG one
+# call at a time). Compares, selects, converts and fneg do not select, and a body holding one
+# goes to SelectionDAG from there up, where constants are better left in place.
+FAST_ISEL = frozenset(("add", "sub", "mul", "div", "integer_pow", "stop_gradient", "sqrt", "abs",
+                       "floor", "ceil", "round", "pow", "atan2", "hypot", *MATH))
 
 # rough single-core cost in ns per element (f64), used to decide on multi-threading
 COST = {name: 0.05 for name in EMIT}
@@ -377,7 +452,7 @@ def _cconvert(cx, eqn, x):
 # the zero; accuracy a few ulp, like NumPy's npy_c* which wrap the same formulas in libm).
 
 def _m(cx, name, *v):
-    return mathlib.call_math(cx.b, name, *v)
+    return cx.math(name, *v)
 
 
 def _zero_im(cx, y, im):
@@ -650,17 +725,33 @@ CEMIT = {
 }
 
 
+def rule(eqn):
+    """The emitter ``(cx, eqn, *args) -> value`` of ``eqn`` (complex operands are (re, im)
+    pairs)."""
+    if any(np.dtype(a.ty.dtype).kind == "c" for a in (*eqn.invars, *eqn.outvars)):
+        return CEMIT[eqn.prim.name]
+    return EMIT[eqn.prim.name]
+
+
 def emit(cx, eqn, args):
     """Emit ``eqn`` on register values (complex operands are (re, im) pairs)."""
-    if any(np.dtype(a.ty.dtype).kind == "c" for a in (*eqn.invars, *eqn.outvars)):
-        return CEMIT[eqn.prim.name](cx, eqn, *args)
-    return EMIT[eqn.prim.name](cx, eqn, *args)
+    return rule(eqn)(cx, eqn, *args)
+
+
+_LOWERABLE: dict = {}     # (primitive name, dtypes) -> bool; asked once per equation per plan
 
 
 def lowerable(eqn) -> bool:
     """Whether an elementwise equation has a native rule for its dtypes."""
     name = eqn.prim.name
-    dts = [np.dtype(a.ty.dtype) for a in (*eqn.invars, *eqn.outvars)]
-    if any(d.kind == "c" for d in dts):
-        return name in CEMIT and all(d in _REG or d.kind == "c" for d in dts)
-    return name in EMIT and all(d in _REG for d in dts)
+    dts = tuple(a.ty.dtype for a in (*eqn.invars, *eqn.outvars))
+    key = (name, dts)
+    ok = _LOWERABLE.get(key)
+    if ok is None:
+        dts = [np.dtype(d) for d in dts]
+        if any(d.kind == "c" for d in dts):
+            ok = name in CEMIT and all(d in _REG or d.kind == "c" for d in dts)
+        else:
+            ok = name in EMIT and all(d in _REG for d in dts)
+        ok = _LOWERABLE[key] = bool(ok)
+    return ok

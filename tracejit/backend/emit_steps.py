@@ -219,7 +219,7 @@ class SegmentEmitter:
 
     def _combine_partials(self, b, slots, e, parts, nchunks):
         from .emit_loops import _combine, identity
-        from .emit_memory import _real
+        from .emit_memory import _real, add_index
         ty = e.outvars[0].ty
         dt = np.dtype(ty.dtype)
         out = self._slot_ptr(b, slots, self.plan.view_of(e.outvars[0]))
@@ -228,9 +228,12 @@ class SegmentEmitter:
         comb = _combine(e.prim.name)
         npart = 2 if dt.kind == "c" else 1
 
+        def at(idx, k):          # real element k of element idx
+            return idx if npart == 1 else add_index(b, b.mul(idx, _i64(npart)), _i64(k))
+
         def load(p, idx):
-            vals = [b.load(b.gep(p, [b.add(b.mul(idx, _i64(npart)), _i64(k))], source_etype=rt),
-                           typ=rt) for k in range(npart)]
+            vals = [b.load(b.gep(p, [at(idx, k)], source_etype=rt), typ=rt)
+                    for k in range(npart)]
             if dt.kind == "b":
                 vals = [b.icmp_unsigned("!=", vals[0], ir.Constant(I8, 0))]
             return tuple(vals) if npart == 2 else vals[0]
@@ -239,13 +242,12 @@ class SegmentEmitter:
             for k, part in enumerate(v if npart == 2 else (v,)):
                 if dt.kind == "b":
                     part = b.zext(part, I8)
-                b.store(part, b.gep(p, [b.add(b.mul(idx, _i64(npart)), _i64(k))],
-                                    source_etype=rt))
+                b.store(part, b.gep(p, [at(idx, k)], source_etype=rt))
 
         def elem(j):
             acc = load(parts, j)
             for c in range(1, nchunks):
-                acc = comb(cx, e, acc, load(parts, b.add(j, _i64(c * ty.size))))
+                acc = comb(cx, e, acc, load(parts, add_index(b, j, _i64(c * ty.size))))
             store(out, j, acc)
         from .emit_loops import _for
         del identity

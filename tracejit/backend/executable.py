@@ -24,6 +24,9 @@ the module is compiled with ``jit.compile_ir(..., cacheable=True)`` (used when
 Tiers: modules without matmul kernels compile at opt 0 (no pipeline, FastISel): fused loops are
 explicit vector IR, and run as fast (W1, W7 within noise; 3-5x shorter compiles); a gradient
 loop with reductions measured ~10% slower. Modules with matmul kernels use O1 and full codegen.
+FastISel only selects a loop body whose constants and math callees are hoisted into the entry
+block (``emit_ops.OpContext.hoist``, for bodies of float arithmetic and calls); any other body
+is selected by SelectionDAG, about twice as slow to compile.
 
 Threads: ``config.num_threads`` is read by the native pool on every parallel call. Results do
 not depend on it: elementwise loops split the index range into disjoint chunks (each element is
@@ -34,7 +37,6 @@ always computed as the same fixed chunks combined in the same order (``emit_loop
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import threading
 import time
 
@@ -198,7 +200,7 @@ class Executable:
         # object code can come from the disk cache (config.cache_dir); the same graph twice in
         # one process is compiled once.
         table = emitter.consts.arrays
-        h = hashlib.sha256(text.encode())
+        h = jit.new_hash(text.encode())
         for arr in table:
             h.update(f"{arr.dtype.str}{arr.shape}".encode())
             h.update(np.ascontiguousarray(arr).tobytes())

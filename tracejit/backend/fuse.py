@@ -227,7 +227,10 @@ class Plan:
         g = self.member_of.get(id(atom))
         if g is not None:
             return g
-        base = self.view_of(atom).base
+        view = self.views.get(id(atom))
+        if view is None:                          # not a view: its own producer
+            return self.producer.get(id(atom))
+        base = view.base
         if isinstance(base, Literal):
             return None
         g = self.member_of.get(id(base))          # a view of a loop member reads its store

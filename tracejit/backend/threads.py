@@ -394,9 +394,12 @@ def _compile_pool():
         "set_yield": c(None, ctypes.c_int64)(addr["tj_pool_set_yield_ticks"]),
         "cycles": c(ctypes.c_int64)(addr["tj_pool_cycles"]),
     }
-    # Calibrate the spin budget in cycle-counter ticks (TSC rate is not known a priori).
+    # Calibrate the spin budget in cycle-counter ticks (TSC rate is not known a priori). Both
+    # clocks count wall time, so a short window suffices (~1 us of read skew in 200 us: 0.5%,
+    # plenty for a spin budget); it is on the first compile's path.
     t0, c0 = time.perf_counter(), pool["cycles"]()
-    time.sleep(0.002)
+    while time.perf_counter() - t0 < 2e-4:
+        pass
     rate = (pool["cycles"]() - c0) / (time.perf_counter() - t0)
     pool["set_spin"](max(1000, int(rate * SPIN_SECONDS)))
     pool["set_yield"](max(100, int(rate * YIELD_AFTER_SECONDS)))

@@ -94,8 +94,10 @@ def partial_eval(jgraph: Graph, n_known_in: int, n_known_out: int, recompute: bo
     return fwd, lin, len(residuals)
 
 
-def _cheap_chain(r, producer, inputs, residual_ids):
-    """(eqns in graph order, leaf vars) recomputing ``r``, or None if it is not cheap."""
+def _cheap_chain(r, producer, inputs, keep, order):
+    """(eqns in graph order, leaf vars) recomputing ``r``, or None if it is not cheap. Leaves
+    are literals, ``inputs`` and the residuals in ``keep`` other than ``r``; ``order`` maps an
+    equation's id to its position."""
     eqns, leaves, todo = [], [], [r]
     while todo:
         v = todo.pop()
@@ -110,14 +112,13 @@ def _cheap_chain(r, producer, inputs, residual_ids):
         for a in e.invars:
             if isinstance(a, Literal):
                 continue
-            if id(a) in residual_ids or id(a) in inputs:
+            if (id(a) in keep and a is not r) or id(a) in inputs:
                 if all(x is not a for x in leaves):
                     leaves.append(a)
             elif id(a) in producer:
                 todo.append(a)
             else:
                 return None                      # a constant: keep the stored residual
-    order = {id(e): k for k, e in enumerate(producer.values())}
     return sorted(eqns, key=lambda e: order[id(e)]), leaves
 
 
@@ -129,11 +130,11 @@ def _choose_residuals(jgraph, known_eqns, residuals, n_known_in, consts):
     keep = {id(r): r for r in residuals}
     moved: dict[int, object] = {}
     nbytes = (lambda v: v.ty.size * v.ty.dtype.itemsize)
+    order = {id(e): k for k, e in enumerate(known_eqns)}
     for r in residuals:
         if id(r) in inputs or id(r) in consts:
             continue
-        others = {k for k in keep if k != id(r)}
-        chain = _cheap_chain(r, producer, inputs, others)
+        chain = _cheap_chain(r, producer, inputs, keep, order)
         if chain is None:
             continue
         eqns, leaves = chain
@@ -145,9 +146,9 @@ def _choose_residuals(jgraph, known_eqns, residuals, n_known_in, consts):
             keep.setdefault(id(a), a)
         for e in eqns:
             moved[id(e)] = e
-    order = {id(e): k for k, e in enumerate(known_eqns)}
+    old_ids = {id(r) for r in residuals}
     new_res = [r for r in residuals if id(r) in keep] + \
-        [a for k, a in keep.items() if all(r is not a for r in residuals)]
+        [a for k, a in keep.items() if k not in old_ids]
     return new_res, sorted(moved.values(), key=lambda e: order[id(e)])
 
 
