@@ -354,6 +354,21 @@ def _convert(cx, eqn, x):
     return convert_value(cx, x, eqn.invars[0].ty.dtype, eqn.params["dtype"])
 
 
+def _shift(left):
+    """NumPy's shifts: an amount outside [0, width) (negative ones included: as unsigned they
+    are huge) gives 0 (left) or the sign fill (right); LLVM's shl/ashr would give poison."""
+    def rule(cx, eqn, x, n):
+        b = cx.b
+        el = x.type.element if isinstance(x.type, ir.VectorType) else x.type
+        top = cx.like(n, el.width - 1)
+        in_range = b.icmp_unsigned("<=", n, top)
+        amount = b.select(in_range, n, top)
+        if left:
+            return b.select(in_range, b.shl(x, amount), cx.like(x, 0))
+        return b.ashr(x, amount)
+    return rule
+
+
 def _not(cx, eqn, x):
     return cx.b.xor(x, cx.like(x, 1))
 
@@ -374,6 +389,7 @@ EMIT = {
     "ge": _cmp("ge"),
     "and": lambda cx, eqn, x, y: cx.b.and_(x, y), "or": lambda cx, eqn, x, y: cx.b.or_(x, y),
     "xor": lambda cx, eqn, x, y: cx.b.xor(x, y),
+    "shl": _shift(True), "shr": _shift(False),
     "integer_pow": _integer_pow, "select": _select, "convert": _convert,
     "stop_gradient": lambda cx, eqn, x: x,
 }

@@ -31,7 +31,7 @@ from ..ops import structural as st
 
 PUSHED = ("slice", "rev", "transpose", "reshape", "pad")
 CHEAP = frozenset(("add", "sub", "mul", "neg", "convert", "select", "eq", "ne", "lt", "le",
-                   "gt", "ge", "and", "or", "not", "xor", "max", "min", "abs", "sign",
+                   "gt", "ge", "and", "or", "not", "xor", "shl", "shr", "max", "min", "abs", "sign",
                    "integer_pow", "real", "imag", "conj"))
 MAX_RECOMPUTE = 4             # elementwise ops recomputed for a value with other users
 
