@@ -76,7 +76,8 @@ def residual_bytes(fun, *args, argnums=0) -> int:
     A while loop's tape (its per-step residuals) grows with the trip count, which only a run
     tells: when there is one, the forward pass runs once on ``args`` and the bytes it actually
     recorded are counted."""
-    from .ad import _partial, _stage
+    from .ad import _stage
+    from .derivatives import _partial
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     diff_args = [args[i] for i in nums]
     staged, leaves = _stage(_partial(fun, args, {}, nums), diff_args)

@@ -1,0 +1,331 @@
+"""The derivative functions: grad, value_and_grad, jacfwd, jacrev, hessian.
+
+Each returns a ``Derivative``: on arrays it runs a cached ``trace`` of the whole derivative
+computation (one trace and compile per input signature); on tracers it inlines. They build on
+jvp/vjp (tracejit.ad, whose docstring has the conventions: argnums, static arguments, complex
+numbers, numerics). jacfwd/jacrev/hessian push the whole basis through one vmapped jvp/vjp.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from . import tree
+from .ad import _materialize, _stage, _value, vjp
+from .ad_util import Zero, tangent_type
+from .api import leaf_type, trace
+from .config import config
+from .core import Tracer, current_builder
+from .errors import InputError
+from .ir import Type
+from .transforms.partial_eval import eval_linear
+
+
+def _is_static(a) -> bool:
+    leaves = tree.flatten(a)[0]
+    if any(isinstance(x, (Tracer, np.ndarray, np.generic, float, complex)) and
+           not isinstance(x, bool) for x in leaves):
+        return False
+    try:
+        hash(a)
+    except TypeError:
+        return False
+    return True
+
+
+class Derivative:
+    """A derivative function made by grad/value_and_grad/jacfwd/jacrev/hessian.
+
+    On arrays it runs a cached trace of itself (one trace and compile per input signature); on
+    tracers it inlines. ``ir(*args)``, ``lower`` and ``cache_info`` inspect that trace.
+    """
+
+    _tj_traced = True
+
+    def __init__(self, body, fun, kind, argnums):
+        from .backend.pyabi_dispatch import DispatchMethods, PyDispatch
+        base = PyDispatch if isinstance(self, PyDispatch) else DispatchMethods
+        base.__init__(self, self._python_call)
+        for attr in ("__module__", "__doc__"):
+            if hasattr(fun, attr):
+                setattr(self, attr, getattr(fun, attr))
+        self.__wrapped__ = fun
+        self.__name__ = f"{kind}({getattr(fun, '__name__', 'f')})"
+        self.__qualname__ = self.__name__
+        body = functools.wraps(fun)(body)
+        body.__name__ = self.__name__
+        self._body = body
+        self._argnums = argnums
+        self._traced: dict = {}
+        self._last = None
+
+    def _traced_for(self, args, kwargs):
+        nums = _as_tuple(self._argnums)
+        static = tuple(i for i, a in enumerate(args) if i not in nums and _is_static(a))
+        names = tuple(sorted(k for k, v in kwargs.items() if _is_static(v)))
+        key = (static, names, config.strong_zero_where)
+        t = self._traced.get(key)
+        if t is None:
+            t = self._traced[key] = trace(self._body, static_argnums=static,
+                                          static_argnames=names)
+            if not static and not names:
+                t._owners.append(self)      # same arguments: its native entries serve us too
+        self._last = t
+        return t
+
+    def _python_call(self, *args, **kwargs):
+        if current_builder() is not None:       # inside a trace (maybe closing over tracers)
+            return self._body(*args, **kwargs)
+        return self._traced_for(args, kwargs)._python_call(*args, **kwargs)
+
+    def ir(self, *args, **kwargs):
+        """The (simplified) IR of this derivative for these arguments."""
+        return self._traced_for(args, kwargs).ir(*args, **kwargs)
+
+    def lower(self, *args, **kwargs):
+        return self._traced_for(args, kwargs).lower(*args, **kwargs)
+
+    def inspect_llvm(self, *args, **kwargs) -> str:
+        """The LLVM IR compiled for this derivative and these arguments' signature."""
+        return self._traced_for(args, kwargs).inspect_llvm(*args, **kwargs)
+
+    def inspect_asm(self, *args, **kwargs) -> str:
+        """The host assembly compiled for this derivative and these arguments' signature."""
+        return self._traced_for(args, kwargs).inspect_asm(*args, **kwargs)
+
+    def memory_analysis(self, *args, **kwargs):
+        """Argument, output and temporary bytes of the compiled derivative."""
+        return self._traced_for(args, kwargs).memory_analysis(*args, **kwargs)
+
+    def cache_info(self):
+        return self._last.cache_info() if self._last is not None else None
+
+    def __repr__(self):
+        return f"<tracejit {self.__name__}>"
+
+
+_derivative_type = None
+
+
+def _make_derivative(body, fun, kind, argnums):
+    """A Derivative as an instance of its native dispatch type (see api.Traced)."""
+    global _derivative_type
+    if _derivative_type is None:
+        from .backend.pyabi_dispatch import make_dispatch_type
+        _derivative_type = make_dispatch_type("Derivative", Derivative, doc=Derivative.__doc__)
+    return _derivative_type(body, fun, kind, argnums)
+
+
+def _as_tuple(x):
+    return (x,) if isinstance(x, int) else tuple(x)
+
+
+def _check_argnums(kind, argnums, args):
+    single = isinstance(argnums, int)
+    nums = _as_tuple(argnums)
+    if not nums:
+        raise InputError(f"{kind}: argnums is empty")
+    for i in nums:
+        if not isinstance(i, int) or not -len(args) <= i < len(args):
+            raise InputError(f"{kind}: argnums {argnums} out of range for {len(args)} "
+                             f"positional argument(s)")
+    return tuple(i % len(args) for i in nums), single
+
+
+def _check_inputs(kind, args, nums, holomorphic, allow_complex):
+    for i in nums:
+        for path, x in zip(tree.leaf_paths(tree.flatten(args[i])[1]), tree.flatten(args[i])[0]):
+            t = leaf_type(x, f"argument {i}{path}")
+            where = f"argument {i}{path}"
+            if t.dtype.kind in "bi":
+                raise InputError(
+                    f"{kind}: {where} has dtype {t.dtype}; only float (and complex) arguments "
+                    f"can be differentiated. Convert it with .astype(float), or leave it out of "
+                    f"argnums (argnums={nums if len(nums) > 1 else nums[0]}).")
+            if holomorphic and t.dtype.kind != "c":
+                raise InputError(f"{kind} with holomorphic=True requires complex inputs, but "
+                                 f"{where} has dtype {t.dtype}")
+            if not holomorphic and not allow_complex and t.dtype.kind == "c":
+                raise InputError(f"{kind} requires real inputs, but {where} has dtype "
+                                 f"{t.dtype}. For holomorphic differentiation pass "
+                                 f"holomorphic=True.")
+
+
+def _partial(fun, args, kwargs, nums):
+    def f_part(*dargs):
+        full = list(args)
+        for i, d in zip(nums, dargs):
+            full[i] = d
+        return fun(*full, **kwargs)
+    return f_part
+
+
+def _value_and_grad_body(fun, argnums, has_aux, holomorphic, kind):
+    def body(*args, **kwargs):
+        nums, single = _check_argnums(kind, argnums, args)
+        _check_inputs(kind, args, nums, holomorphic, allow_complex=True)
+        res = vjp(_partial(fun, args, kwargs, nums), *[args[i] for i in nums], has_aux=has_aux)
+        out, vjp_fn = res[0], res[1]
+        leaves = tree.flatten(out)[0]
+        t = leaf_type(leaves[0], "output") if len(leaves) == 1 else None
+        if t is None or t.shape != ():
+            got = "a pytree" if t is None else f"shape {t.shape}"
+            raise InputError(f"{kind} requires a scalar output, got {got}; use tracejit.vjp for "
+                             f"a vector-Jacobian product or tracejit.jacrev for the Jacobian")
+        if t.dtype.kind == "c" and not holomorphic:
+            raise InputError(f"{kind} requires a real-valued output, got {t.dtype}. For "
+                             f"holomorphic functions pass holomorphic=True; for a real loss of "
+                             f"complex values take .real or abs() first.")
+        if t.dtype.kind in "bi":
+            raise InputError(f"{kind} requires a float output, got {t.dtype}")
+        g = vjp_fn(np.ones((), t.dtype))
+        g = g[0] if single else tuple(g)
+        return ((out, res[2]) if has_aux else out), g
+    return body
+
+
+def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False):
+    """``value_and_grad(f)(*args) -> (f(*args), grad(f)(*args))`` (``((value, aux), grad)``
+    with ``has_aux``). See :func:`grad`."""
+    body = _value_and_grad_body(fun, argnums, has_aux, holomorphic, "value_and_grad")
+    return _make_derivative(body, fun, "value_and_grad", argnums)
+
+
+def grad(fun, argnums=0, has_aux=False, holomorphic=False):
+    """The gradient of a scalar-valued ``fun`` with respect to argument(s) ``argnums``.
+
+    Returns a function with ``fun``'s signature giving one gradient per selected argument (a
+    tuple if ``argnums`` is a tuple), each with that argument's pytree structure; with
+    ``has_aux=True`` ``fun`` returns ``(value, aux)`` and the result is ``(grad, aux)``. Reverse
+    mode: the backward graph is built by transposing the linearized graph. For complex inputs see
+    the module docstring (JAX's convention); ``holomorphic=True`` for complex outputs.
+    """
+    vg = _value_and_grad_body(fun, argnums, has_aux, holomorphic, "grad")
+
+    def body(*args, **kwargs):
+        value, g = vg(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+    return _make_derivative(body, fun, "grad", argnums)
+
+
+def _basis(t: Type):
+    """The identity as a batch of one-hot tangents: shape (t.size,) + t.shape.
+
+    Inside a trace it is ``iota == iota`` rather than a constant array, so the slices and
+    products the batched JVP/VJP applies to it fuse into loops instead of reading (and
+    constant-folding) n² stored values."""
+    n = t.size
+    if current_builder() is None:
+        return np.eye(n, dtype=t.dtype).reshape((n,) + tuple(t.shape))
+    from .ops.elementwise import convert_p, eq_p
+    from .ops.structural import iota_p, reshape_p
+    b = current_builder()                    # iota has no operands: record it explicitly
+    rows, = b.add_eqn(iota_p, [], dict(dtype=np.dtype(np.int64), shape=(n, n), axis=0))
+    cols, = b.add_eqn(iota_p, [], dict(dtype=np.dtype(np.int64), shape=(n, n), axis=1))
+    eye = convert_p.bind(eq_p.bind(rows, cols), dtype=t.dtype)
+    return reshape_p.bind(eye, shape=(n,) + tuple(t.shape)) if t.shape != (n,) else eye
+
+
+def _jacobian_block(batched, n_basis, basis_shape, other_shape, basis_last):
+    """A vmapped result of shape (n_basis,) + other_shape as the Jacobian block
+    other_shape + basis_shape (basis_last) or basis_shape + other_shape."""
+    import tracejit.numpy as tnp
+    if basis_last:
+        moved = tnp.moveaxis(batched, 0, -1) if len(other_shape) else batched
+        return tnp.reshape(moved, tuple(other_shape) + tuple(basis_shape))
+    return tnp.reshape(batched, tuple(basis_shape) + tuple(other_shape))
+
+
+def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
+    """The Jacobian by forward mode: the linearized graph pushes the whole basis of each input
+    leaf as one batched (vmapped) JVP.
+
+    ``jacfwd(f)(x)[o]`` has shape ``out.shape + x.shape`` for every output leaf ``o`` (a tuple
+    over argnums when ``argnums`` is a tuple).
+    """
+    def body(*args, **kwargs):
+        nums, single = _check_argnums("jacfwd", argnums, args)
+        _check_inputs("jacfwd", args, nums, holomorphic, allow_complex=False)
+        f_part = _partial(fun, args, kwargs, nums)
+        dargs = [args[i] for i in nums]
+        staged, leaves = _stage(f_part, dargs, has_aux)
+        fwd, lin, n_res = staged.linearized()
+        outs = staged.run("fwd", fwd, leaves + staged.captured)
+        n = len(staged.graph.outvars)
+        outs, res = outs[:n], outs[n:]
+        in_types = staged.in_types
+        out_types = staged.out_types[:staged.n_out]
+        from .transforms.batching import vmap
+        _, args_tree = tree.flatten(tuple(dargs))
+        blocks = [[None] * len(in_types) for _ in out_types]      # blocks[o][l]
+        for l, it in enumerate(in_types):
+            def push(e, l=l):
+                tans = [e if m == l else Zero(tangent_type(mt)) for m, mt in enumerate(in_types)]
+                touts = eval_linear(lin, n_res, res, tans)
+                return [_materialize(t, ot) for t, ot in zip(touts, out_types)]
+            if it.size == 0:
+                cols = [np.zeros((0,) + ot.shape, ot.dtype) for ot in out_types]
+            else:
+                cols = vmap(push)(_basis(it))                     # one batched JVP per leaf
+            for o, ot in enumerate(out_types):
+                blocks[o][l] = _jacobian_block(cols[o], it.size, it.shape, ot.shape, True)
+        jac = []
+        for o in range(len(out_types)):
+            j = tree.unflatten(args_tree, blocks[o])
+            jac.append(j[0] if single else tuple(j))
+        result = tree.unflatten(staged.out_tree, jac)
+        if has_aux:
+            aux = [_value(a, t) for a, t in
+                   zip(outs[staged.n_out:], staged.out_types[staged.n_out:])]
+            return result, tree.unflatten(staged.aux_tree, aux)
+        return result
+    return _make_derivative(body, fun, "jacfwd", argnums)
+
+
+def jacrev(fun, argnums=0, has_aux=False, holomorphic=False):
+    """The Jacobian by reverse mode: the forward pass runs once and the backward graph pulls the
+    whole basis of each output leaf as one batched (vmapped) VJP. Same layout as :func:`jacfwd`."""
+    def body(*args, **kwargs):
+        nums, single = _check_argnums("jacrev", argnums, args)
+        _check_inputs("jacrev", args, nums, holomorphic, allow_complex=True)
+        f_part = _partial(fun, args, kwargs, nums)
+        dargs = [args[i] for i in nums]
+        res = vjp(f_part, *dargs, has_aux=has_aux)
+        out, vjp_fn = res[0], res[1]
+        o_leaves, o_tree = tree.flatten(out)
+        o_types = [leaf_type(x, "output") for x in o_leaves]
+        for t in o_types:
+            if t.dtype.kind == "c" and not holomorphic:
+                raise InputError(f"jacrev requires real-valued outputs, got {t.dtype}. For "
+                                 f"holomorphic differentiation pass holomorphic=True.")
+        in_leaves, args_tree = tree.flatten(tuple(dargs))
+        in_types = [leaf_type(x, "argument") for x in in_leaves]
+        from .transforms.batching import vmap
+        blocks = [[None] * len(in_types) for _ in o_types]        # blocks[o][l]
+        for o, ot in enumerate(o_types):
+            def pull(e, o=o):
+                cts = [e if m == o else np.zeros(mt.shape, mt.dtype)
+                       for m, mt in enumerate(o_types)]
+                return tree.flatten(vjp_fn(tree.unflatten(o_tree, cts)))[0]
+            if ot.size == 0:
+                rows = [np.zeros((0,) + it.shape, it.dtype) for it in in_types]
+            else:
+                rows = vmap(pull)(_basis(ot))                     # one batched VJP per leaf
+            for l, it in enumerate(in_types):
+                blocks[o][l] = _jacobian_block(rows[l], ot.size, ot.shape, it.shape, False)
+        jac = []
+        for o in range(len(o_types)):
+            j = tree.unflatten(args_tree, blocks[o])
+            jac.append(j[0] if single else tuple(j))
+        result = tree.unflatten(o_tree, jac)
+        return (result, res[2]) if has_aux else result
+    return _make_derivative(body, fun, "jacrev", argnums)
+
+
+def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
+    """The Hessian of a scalar ``fun``: ``jacfwd(jacrev(fun))`` (forward-over-reverse)."""
+    inner = jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic)
+    outer = jacfwd(inner, argnums, has_aux=has_aux, holomorphic=holomorphic)
+    outer.__name__ = f"hessian({getattr(fun, '__name__', 'f')})"
+    return outer
