@@ -27,14 +27,15 @@ from ..errors import ShapeError
 from ..ir import Type
 
 
-def attach_control_rules(prim, name):
+def attach_control_rules(prim, name, module="control_ad"):
     """Attach the differentiation rules ``{name}_jvp``, ``{name}_transpose`` and
-    ``{name}_partial_eval`` of transforms/control_ad.py (imported when first used, because they
-    build on the AD transforms, which sit above ops in the layering)."""
+    ``{name}_partial_eval`` of ``transforms/<module>.py`` (imported when first used, because
+    they build on the AD transforms, which sit above ops in the layering)."""
     def lazy(kind):
         def rule(*args, **kwargs):
-            from ..transforms import control_ad
-            return getattr(control_ad, f"{name}_{kind}")(*args, **kwargs)
+            import importlib
+            rules = importlib.import_module(f"..transforms.{module}", __package__)
+            return getattr(rules, f"{name}_{kind}")(*args, **kwargs)
         return rule
     prim.jvp = lazy("jvp")
     prim.transpose = lazy("transpose")
@@ -97,7 +98,7 @@ def _while_impl(*args, cond, body, n_cond_consts, n_body_consts):
 
 
 while_p = Primitive("while", "control", _while_shape, _while_impl, multiple_results=True)
-attach_control_rules(while_p, "while")
+attach_control_rules(while_p, "while", "while_ad")
 
 
 def _scan_shape(*args, body, length, reverse, n_consts, n_carry):
@@ -181,4 +182,4 @@ def _while_record_impl(*args, cond, body, n_cond_consts, n_body_consts, n_carry)
 
 while_record_p = Primitive("while_record", "control", _while_record_shape, _while_record_impl,
                            multiple_results=True)
-attach_control_rules(while_record_p, "while_record")
+attach_control_rules(while_record_p, "while_record", "while_ad")
