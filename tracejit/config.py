@@ -27,6 +27,14 @@ Attributes (all plain, settable at run time):
   least 64 KiB that nobody references any more (it keeps its last 2 per large output and
   signature), instead of allocating fresh memory that the OS must fault in again; results still
   held by the caller are never touched. env TRACEJIT_REUSE_OUTPUTS (default on).
+- ``hot_tier``: tier-up of hot, math-heavy kernels (default on; env TRACEJIT_HOT_TIER=0 turns it
+  off). A signature is first compiled for a short compile (no optimisation pipeline, math
+  functions called in a shared library); when its fused loops call transcendental functions
+  (exp, tanh, log, sin...) and its calls have run about ``backend.executable.HOT_AFTER_NS`` of
+  estimated native time, the same graph is compiled again in a background thread with the math
+  bodies inlined and the O1 pipeline, and later calls switch to that kernel. Results are bit
+  for bit the same in both tiers. Assigning False stops further tier-ups (kernels already
+  switched stay switched); it is read when a signature is compiled and when it turns hot.
 """
 from __future__ import annotations
 
@@ -71,6 +79,7 @@ class Config:
         self.print_after = tuple(p for p in env.get("TRACEJIT_PRINT_AFTER", "").split(",") if p)
         self.max_while_iterations = int(env.get("TRACEJIT_MAX_WHILE_ITERATIONS", "0")) or None
         self.reuse_outputs = _flag("TRACEJIT_REUSE_OUTPUTS", True)
+        self.hot_tier = _flag("TRACEJIT_HOT_TIER", True)
 
     # Settings that change what a compiled function computes; assigning one of them drops the
     # native fast-path entries of every traced function (they were built for the old value).

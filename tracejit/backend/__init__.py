@@ -22,6 +22,8 @@ Pipeline (one module per stage, imports flow downwards):
 - ``executable.py`` ``compile_graph(graph) -> Executable``: compile, run (native or hybrid),
                    ``llvm_ir``, ``asm()``, ``memory_analysis()``, ``describe()``,
                    ``native_entry()`` (a pyabi METH_FASTCALL entry for ``FastDispatch``).
+- ``tiers.py``     the hot tier: math-heavy signatures recompiled (math inlined, O1) in a
+                   background thread once their calls have run long enough.
 
 Only ``jit.py`` touches ``llvmlite.binding``.
 """

@@ -335,8 +335,9 @@ class _Emitter(MemoryOps):
     def _fast_isel_ok(self):
         """Whether the body is all float arithmetic and calls, which FastISel selects when
         constants and callees are hoisted (``emit_ops.FAST_ISEL``)."""
-        return all(e.prim.name in ops.FAST_ISEL and e.outvars[0].ty.dtype.kind == "f"
-                   for e in self.group.eqns)
+        return not ops.is_hot(self.b.module) and all(
+            e.prim.name in ops.FAST_ISEL and e.outvars[0].ty.dtype.kind == "f"
+            for e in self.group.eqns)
 
     def _cost(self):
         c = sum(ops.COST.get(e.prim.name, 0.05) for e in self.group.eqns)

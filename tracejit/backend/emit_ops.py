@@ -85,6 +85,11 @@ class Splat(ir.Constant):
 _TRUE = ir.Constant(ir.IntType(1), 1)
 
 
+def is_hot(module: ir.Module) -> bool:
+    """Whether ``module`` is being emitted for the hot tier (see ``OpContext``)."""
+    return getattr(module, "hot_tier", False)
+
+
 class OpContext:
     """Builder + lane count; constants, math and intrinsic calls of the right shape. Constants
     are made once per (type, value, lanes) and reused, so their text is formatted once.
@@ -95,7 +100,12 @@ class OpContext:
     instructions with FastISel, which walks a block bottom-up and hands everything above the
     first instruction it cannot select to SelectionDAG (~5 us per instruction instead of ~1):
     in the JIT's large code model it selects neither a vector constant operand nor a direct
-    call (a direct call is a register call there anyway; an indirect one it does select)."""
+    call (a direct call is a register call there anyway; an indirect one it does select).
+
+    The hot tier (``executable.py``) marks its module ``hot_tier = True``: math bodies are then
+    inlined into the caller (``call_math(..., inline=True)``) and nothing is hoisted, because the
+    module goes through the O1 pipeline, which would have to fold the hoisted callee back into
+    a direct call before it could inline it."""
 
     def __init__(self, builder: ir.IRBuilder, vl: int, hoist: bool = False):
         self.b = builder
@@ -138,7 +148,7 @@ class OpContext:
 
     def math(self, name, *args):
         """``mathlib.call_math`` (see ``hoist`` for the indirect call)."""
-        v = mathlib.call_math(self.b, name, *args)
+        v = mathlib.call_math(self.b, name, *args, inline=is_hot(self.b.module))
         if self.hoist and isinstance(v, ir.CallInstr) and isinstance(v.callee, ir.Function) \
                 and not v.callee.name.startswith("llvm."):
             key = ("fn", v.callee.name)

@@ -26,7 +26,10 @@ explicit vector IR, and run as fast (W1, W7 within noise; 3-5x shorter compiles)
 loop with reductions measured ~10% slower. Modules with matmul kernels use O1 and full codegen.
 FastISel only selects a loop body whose constants and math callees are hoisted into the entry
 block (``emit_ops.OpContext.hoist``, for bodies of float arithmetic and calls); any other body
-is selected by SelectionDAG, about twice as slow to compile.
+is selected by SelectionDAG, about twice as slow to compile. A base-tier module that calls
+math bodies is a hot-tier candidate (``tiers.py``): once hot, ``tier_up`` emits the graph again
+(``_emit(hot=True)``: math inlined, nothing hoisted), compiles it at O1 and switches the kernel
+that ``__call__`` and the native entries call; both modules stay loaded.
 
 Threads: ``config.num_threads`` is read by the native pool on every parallel call. Results do
 not depend on it: elementwise loops split the index range into disjoint chunks (each element is
@@ -37,14 +40,20 @@ always computed as the same fixed chunks combined in the same order (``emit_loop
 from __future__ import annotations
 
 import ctypes
+import dataclasses
+import logging
 import threading
 import time
+import weakref
+from typing import NamedTuple
 
 import numpy as np
 from llvmlite import ir
 
 from ..ir import Literal, _Namer
-from . import buffers, control, control_fallback, emit_steps, fuse, jit, stacks
+from . import buffers, control, control_fallback, emit_steps, fuse, jit, stacks, tiers
+
+log = logging.getLogger("tracejit")
 
 _KERNEL_T = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
 _libc_registered = False
@@ -141,6 +150,16 @@ def _fill_const_table(global_name, arrays):
     return table, keep
 
 
+class _Code(NamedTuple):
+    """One emitted module of a graph (``Executable._emit``); names are content-derived."""
+    llvm_ir: str
+    name: str
+    program: list
+    kernel_name: str | None
+    emitter: object
+    consts_global: str | None
+
+
 class Executable:
     """A compiled graph. Call with a list of arrays (the graph's input dtypes/shapes)."""
 
@@ -152,13 +171,55 @@ class Executable:
         self.buffers = buffers.plan_buffers(self.plan)
         self.namer = graph_namer(graph)
         bp = self.buffers
+        self.native = not any(isinstance(s, fuse.FallbackStep) for s in self.plan.steps)
+        code = self._emit(hot=False)
+        self.emitter = emitter = code.emitter
+        self.keepalive = emitter.keepalive
+        self.program, self.kernel_name, self.llvm_ir = code.program, code.kernel_name, code.llvm_ir
+        t1 = time.perf_counter()
+        # Tiers: fused loops are explicit vector IR that runs as fast without the pipeline and
+        # with FastISel (measured: W1/W7 within noise, 3-5x faster compiles); matmul kernels
+        # need O1 + full codegen (5x slower code otherwise).
+        self.opt = 1 if emitter.has_matmul else 0
+        with _modules_lock:
+            if code.name not in _modules:
+                jit.compile_ir(self.llvm_ir, opt=self.opt, cacheable=True)
+                _modules[code.name] = _fill_const_table(code.consts_global,
+                                                        emitter.consts.arrays)
+            self._const_table = _modules[code.name]
+        t2 = time.perf_counter()
+        self.compile_seconds = {"emit": t1 - t0, "llvm": t2 - t1}
+        self._segs = {name: _KERNEL_T(jit.function_address(name))
+                      for kind, name, *_ in self.program if kind == "seg"}
+        self.tier = "base"                  # "hot" once tier_up() switched the kernel
+        self._tier_cell = None              # pyabi.TierCell of a tier-up candidate
+        if self.native:
+            self.kernel_address = jit.function_address(self.kernel_name)
+            jit.add_symbol(self.kernel_name, self.kernel_address)    # for pyabi entry modules
+            self._kernel = _KERNEL_T(self.kernel_address)
+            if self.opt == 0 and tiers.calls_own_math(emitter.module):
+                self._tier_cell = tiers.new_tier_cell(self)
+        self._impls = {}
+        self._stack_io = any(v.ty.dynamic for v in (*graph.invars, *graph.outvars))
+        self._stack_outs = [s.index for s in bp.slots if s.kind == "out" and s.var.ty.dynamic]
+        self.entry_ok = self.native and not self._stack_io     # pyabi entries: static shapes
+        self._out_specs = [(v.ty.dtype, v.ty.shape) for v in graph.outvars]
+        self._nbufs = len(graph.invars) + len(graph.outvars)
+        self._buf_t = ctypes.c_void_p * max(1, self._nbufs)
+        self._slots_t = ctypes.c_void_p * (len(bp.slots) + 1)
+
+    def _emit(self, hot: bool) -> _Code:
+        """Emit the graph's module: the base tier (math functions called in the shared math
+        library, loop bodies laid out for FastISel), or the hot tier (math inlined, for O1)."""
+        bp = self.buffers
+        graph = self.graph
         module = ir.Module(name="tracejit_graph")
         module.triple = jit.triple()
+        module.hot_tier = hot                # read by emit_ops.is_hot
         prefix = _PLACEHOLDER
         emitter = emit_steps.SegmentEmitter(module, self.plan, lambda v: bp.slot_of(v), prefix,
                                             self.namer, bp.err_slot)
-        self.program = []                    # ("seg", name, steps) | ("numpy", step)
-        self.native = not any(isinstance(s, fuse.FallbackStep) for s in self.plan.steps)
+        program = []                    # ("seg", name, steps) | ("numpy", step)
         # the one segment of a native program owns the stack temporaries; in a hybrid program
         # they outlive segments and _run_hybrid zeroes and frees them
         owned = bp.stack_slots if self.native else ()
@@ -166,16 +227,14 @@ class Executable:
         for step in self.plan.steps:
             if isinstance(step, fuse.FallbackStep):
                 if run:
-                    self.program.append(("seg", emitter.segment(run).name, run))
+                    program.append(("seg", emitter.segment(run).name, run))
                     run = []
-                self.program.append(("numpy", step))
+                program.append(("numpy", step))
             else:
                 run.append(step)
         if run:
-            self.program.append(("seg", emitter.segment(run, owned).name, run))
-        self.emitter = emitter
-        self.keepalive = emitter.keepalive
-        self.kernel_name = None
+            program.append(("seg", emitter.segment(run, owned).name, run))
+        kernel_name = None
         if self.native:
             sources = []
             nin = len(graph.invars)
@@ -188,11 +247,11 @@ class Executable:
                     sources.append(("const", bp.const_arrays[s.index]))
                 else:
                     sources.append(("temp", s.index))
-            seg = module.globals[self.program[0][1]] if self.program else None
+            seg = module.globals[program[0][1]] if program else None
             if seg is None:
                 seg = emitter.segment([])
-            self.kernel_name = prefix + "_kernel"
-            emit_steps.emit_kernel(module, self.kernel_name, seg, len(bp.slots), sources,
+            kernel_name = prefix + "_kernel"
+            emit_steps.emit_kernel(module, kernel_name, seg, len(bp.slots), sources,
                                    bp.arena_bytes, emitter.consts)
         text = str(module)
         # Content-derived names: the hash of the IR (emitted with a placeholder prefix) and of
@@ -206,39 +265,65 @@ class Executable:
             h.update(np.ascontiguousarray(arr).tobytes())
         name = "tj_" + h.hexdigest()[:20]
         rename = lambda s: s.replace(_PLACEHOLDER, name)  # noqa: E731
-        self.llvm_ir = rename(text)
-        self.program = [(p[0], rename(p[1]), p[2]) if p[0] == "seg" else p
-                        for p in self.program]
-        if self.kernel_name is not None:
-            self.kernel_name = rename(self.kernel_name)
-        t1 = time.perf_counter()
-        # Tiers: fused loops are explicit vector IR that runs as fast without the pipeline and
-        # with FastISel (measured: W1/W7 within noise, 3-5x faster compiles); matmul kernels
-        # need O1 + full codegen (5x slower code otherwise).
-        self.opt = 1 if emitter.has_matmul else 0
-        with _modules_lock:
-            loaded = _modules.get(name)
-            if loaded is None:
-                jit.compile_ir(self.llvm_ir, opt=self.opt, cacheable=True)
-                loaded = _modules[name] = _fill_const_table(emitter.consts.name.replace(
-                    _PLACEHOLDER, name) if table else None, table)
-        self._const_table = loaded
-        t2 = time.perf_counter()
-        self.compile_seconds = {"emit": t1 - t0, "llvm": t2 - t1}
-        self._segs = {name: _KERNEL_T(jit.function_address(name))
-                      for kind, name, *_ in self.program if kind == "seg"}
-        if self.native:
-            self.kernel_address = jit.function_address(self.kernel_name)
-            jit.add_symbol(self.kernel_name, self.kernel_address)    # for pyabi entry modules
-            self._kernel = _KERNEL_T(self.kernel_address)
-        self._impls = {}
-        self._stack_io = any(v.ty.dynamic for v in (*graph.invars, *graph.outvars))
-        self._stack_outs = [s.index for s in bp.slots if s.kind == "out" and s.var.ty.dynamic]
-        self.entry_ok = self.native and not self._stack_io     # pyabi entries: static shapes
-        self._out_specs = [(v.ty.dtype, v.ty.shape) for v in graph.outvars]
-        self._nbufs = len(graph.invars) + len(graph.outvars)
-        self._buf_t = ctypes.c_void_p * max(1, self._nbufs)
-        self._slots_t = ctypes.c_void_p * (len(bp.slots) + 1)
+        program = [(p[0], rename(p[1]), p[2]) if p[0] == "seg" else p for p in program]
+        return _Code(rename(text), name, program,
+                     rename(kernel_name) if kernel_name is not None else None, emitter,
+                     rename(emitter.consts.name) if table else None)
+
+    # tiers -------------------------------------------------------------------------------------
+    def tier_up(self, wait: bool = True) -> bool:
+        """Compile the hot tier (math inlined, O1) and switch every later call to it: the
+        interpreter path and native entries (through their ``TierCell``). ``wait=False`` queues
+        the compile on the background thread. Returns whether this executable runs the hot
+        tier now; a graph that is not a candidate (no transcendental calls, matmul modules
+        already at O1, hybrid) stays as it is."""
+        if self._tier_cell is None or self.tier == "hot":
+            return self.tier == "hot"
+        if not wait:
+            tiers.submit(self)
+            return False
+        with tiers.hot_lock:
+            if self.tier != "hot":
+                self._compile_hot()
+        return self.tier == "hot"
+
+    def wait_hot(self, timeout: float | None = None) -> bool:
+        """Wait for a queued tier-up to finish; whether the hot tier is running."""
+        if self._tier_cell is not None:
+            self._hot_done.wait(timeout)
+        return self.tier == "hot"
+
+    def _compile_hot(self):
+        """Emit and compile the hot module (or reuse it: loaded already, or from the disk
+        cache), fill its constant table, then switch; under ``tiers.hot_lock``."""
+        try:
+            t0 = time.perf_counter()
+            code = self._emit(hot=True)
+            with _modules_lock:
+                loaded = code.name in _modules
+            if not loaded:           # compiled without _modules_lock: first calls go on meanwhile
+                jit.compile_private(code.llvm_ir, opt=1, cacheable=True)
+                table = _fill_const_table(code.consts_global, code.emitter.consts.arrays)
+                with _modules_lock:
+                    _modules.setdefault(code.name, table)
+            address = jit.function_address(code.kernel_name)
+            self._hot_code, self._hot_table = code, _modules[code.name]
+            self.compile_seconds["hot"] = time.perf_counter() - t0
+            self._kernel = _KERNEL_T(address)
+            self._tier_cell.kernel = address     # native entries switch at their next call
+            self.tier = "hot"
+        except Exception:  # noqa: BLE001 - the base tier keeps running; say why it stayed
+            log.warning("tracejit: hot-tier compile failed; staying at the base tier",
+                        exc_info=True)
+        finally:
+            self._hot_done.set()
+
+    def _count_call(self):
+        """The interpreter path's half of the countdown the native entries keep (one cell)."""
+        cell = self._tier_cell
+        cell.countdown -= 1
+        if cell.countdown == 0:
+            tiers.on_hot(weakref.ref(self))
 
     # running -------------------------------------------------------------------------------------
     def __call__(self, args):
@@ -249,6 +334,8 @@ class Executable:
         if self.native:
             data = _data_ptr
             bufs = self._buf_t(*[data(a) for a in args], *[data(o) for o in outs])
+            if self._tier_cell is not None:
+                self._count_call()
             rc = self._kernel(bufs)
             if rc:
                 _raise(rc)
@@ -272,6 +359,8 @@ class Executable:
                 ins = [stacks.descriptor(a) if v.ty.dynamic else a
                        for a, v in zip(args, g.invars)]
                 bufs = self._buf_t(*[_data_ptr(a) for a in ins], *[_data_ptr(o) for o in outs])
+                if self._tier_cell is not None:
+                    self._count_call()
                 rc = self._kernel(bufs)
                 result = list(outs)
             else:
@@ -389,6 +478,8 @@ class Executable:
                 inputs=tuple(("array", v.ty.dtype, v.ty.shape) for v in g.invars),
                 outputs=tuple((v.ty.dtype, v.ty.shape) for v in g.outvars),
                 return_tuple=len(g.outvars) != 1, on_error=_raise)
+        if self._tier_cell is not None:
+            spec = dataclasses.replace(spec, tier=self._tier_cell)
         module = ir.Module(name="tracejit_entry")
         module.triple = jit.triple()
         kernel = ir.Function(module, ir.FunctionType(ir.IntType(32), [ir.PointerType()]),
@@ -398,6 +489,8 @@ class Executable:
     # inspection ----------------------------------------------------------------------------------
     def asm(self) -> str:
         """Host assembly of the whole module."""
+        if self.tier == "hot":
+            return jit.emit_assembly(self._hot_code.llvm_ir, opt=1)
         return jit.emit_assembly(self.llvm_ir, opt=self.opt)
 
     def memory_analysis(self) -> dict:

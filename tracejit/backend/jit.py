@@ -18,6 +18,7 @@ carry a checksum; a corrupt entry is deleted and the module recompiled.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import threading
 
@@ -247,17 +248,19 @@ def address_of_symbol(name: str):
     return llvm.address_of_symbol(name)
 
 
-def optimize(mod, level: int = 1) -> None:
+def optimize(mod, level: int = 1, tm=None) -> None:
     """Run the new-pass-manager pipeline at ``level`` (O1 is enough for explicit vector IR)."""
     global _pass_tm
     if level <= 0:
         return
-    if _pass_tm is None:
-        _pass_tm = _target_machine()
+    if tm is None:
+        if _pass_tm is None:
+            _pass_tm = _target_machine()
+        tm = _pass_tm
     pto = llvm.create_pipeline_tuning_options(level)
     pto.loop_vectorization = level >= 2
     pto.slp_vectorization = False
-    pb = llvm.create_pass_builder(_pass_tm, pto)
+    pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)
 
 
@@ -319,6 +322,57 @@ def _add_fast(engine, mod, text, cacheable):
         path = os.path.join(config.cache_dir, cache_key(text, 0) + ".o")
     _add_object(engine, path, lambda: _fast_tm().emit_object(mod))
     return mod
+
+
+_EXTERNAL = re.compile(r'^(declare) [^@]*@"?([^"(\s]+)"?\(|^@"?([^"\s]+)"? = external global',
+                       re.M)
+_private = threading.local()       # per thread: (pass TargetMachine, object TargetMachine)
+
+
+def compile_private(llvm_ir, opt: int = 1, cacheable: bool = False) -> None:
+    """``compile_ir`` for a background thread (the hot tier, ``tiers.py``): the module is
+    parsed into a private LLVM context and optimised and code-generated with this thread's own
+    TargetMachines, without ``_lock``; only adding the object to the engine takes it. So a
+    compile in the foreground waits for one LLVM call at most (llvmlite serialises its calls
+    with a lock of its own), not for this whole compile. The object is cached on disk like
+    ``compile_ir``'s (``cacheable``), under ``cache_key(text, opt)``."""
+    text = str(llvm_ir)
+    tms = getattr(_private, "tms", None)
+    if tms is None:
+        tms = _private.tms = (_target_machine(), _target_machine())
+    _get_engine()                       # symbol lookup needs an engine
+    path = None
+    if cacheable and config.cache_dir:
+        path = os.path.join(config.cache_dir, cache_key(text, opt) + ".o")
+    obj = _read_entry(path) if path else None
+    loaded = obj is not None
+    if not loaded:
+        context, mod = llvm.create_context(), None
+        try:
+            mod = llvm.parse_assembly(text, context=context)
+            mod.verify()
+            mod.triple = triple()
+            mod.data_layout = data_layout()
+            # externals from the text: walking the module would be a few ctypes calls per
+            # function, and each one re-takes the GIL (up to 5 ms when the foreground is busy)
+            for kind, fn_name, gv_name in set(_EXTERNAL.findall(text)):
+                name = fn_name or gv_name
+                if not name.startswith("llvm.") and llvm.address_of_symbol(name) is None:
+                    what = "function" if kind else "global"
+                    raise RuntimeError(f"tracejit: unresolved external {what} {name!r}")
+            optimize(mod, opt, tms[0])
+            obj = tms[1].emit_object(mod)
+        finally:
+            if mod is not None:
+                mod.close()             # before its context
+            context.close()
+        if path:
+            _write_entry(path, obj)
+    with _lock:
+        stats["loaded" if loaded else "compiled"] += 1
+        engine = _get_engine()
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        engine.finalize_object()
 
 
 _fast_tm_ = None

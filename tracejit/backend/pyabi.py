@@ -76,7 +76,10 @@ class EntrySpec:
     return_tuple: return a tuple of arrays (required when there is not exactly one output);
     release_gil: drop the GIL around the kernel call (worth it only for large work);
     scalar_0d: return 0-d outputs as NumPy scalars (default) rather than 0-d arrays;
-    on_error: ``on_error(code)`` raises the exception for a nonzero kernel return code.
+    on_error: ``on_error(code)`` raises the exception for a nonzero kernel return code;
+    tier: None, or a ``TierCell`` (the hot tier, ``tiers.py``): the entry then calls the
+          kernel through the cell's ``kernel`` pointer (which a tier-up overwrites) and
+          decrements its ``countdown`` on each call, calling ``hook()`` when it reaches 0.
     """
     inputs: tuple
     outputs: tuple
@@ -84,6 +87,7 @@ class EntrySpec:
     release_gil: bool = False
     scalar_0d: bool = True
     on_error: object = field(default=None, compare=False)
+    tier: object = field(default=None, compare=False)
 
     def normalized(self) -> "EntrySpec":
         ins = []
@@ -104,7 +108,25 @@ class EntrySpec:
             raise ValueError("several outputs need return_tuple=True")
         return EntrySpec(tuple(ins), outs, bool(self.return_tuple), bool(self.release_gil),
                          bool(self.scalar_0d),
-                         default_on_error if self.on_error is None else self.on_error)
+                         default_on_error if self.on_error is None else self.on_error,
+                         self.tier)
+
+
+class TierCell(ctypes.Structure):
+    """What a tiered entry reads (``EntrySpec.tier``): the countdown to the hot tier, the current
+    kernel and the hook (a borrowed ``PyObject*``, kept alive by the cell's owner). Cells are
+    never freed (``_KEEP``): an entry may outlive its executable by the rest of one call."""
+    _fields_ = [("countdown", ctypes.c_int64), ("kernel", ctypes.c_void_p),
+                ("hook", ctypes.c_void_p)]
+
+    def symbol(self) -> str:
+        """A process-unique symbol whose address is this cell (registered once)."""
+        name = getattr(self, "_symbol", None)
+        if name is None:
+            name = self._symbol = jit.unique_name("tj_tier")
+            _KEEP.append(self)
+            jit.add_symbol(name, ctypes.addressof(self))
+        return name
 
 
 def default_on_error(code):
@@ -365,6 +387,10 @@ def emit_entry(module, kernel_fn, spec) -> ir.Function:
         b.store(_convert_scalar(b, kind, val, dt), slots[i])
         set_buf(i, slots[i])
 
+    if spec.tier is not None:
+        tier_cell = external(module, spec.tier.symbol())
+        _count_call(b, module, tier_cell)
+
     # Outputs. PyArray_Empty steals the descr reference, so take one first. 0-d outputs that
     # become NumPy scalars are written to a stack slot and boxed after the kernel. Large
     # outputs come from the cache list when they can (``pyabi_reuse``); ``dropped`` are the
@@ -414,6 +440,8 @@ def emit_entry(module, kernel_fn, spec) -> ir.Function:
 
     if spec.release_gil:
         tstate = b.call(declare(module, "PyEval_SaveThread", ptr, []), [])
+    if spec.tier is not None:            # the current kernel of the tier cell (see _count_call)
+        kernel_fn = b.load(field_ptr(b, tier_cell, 8), typ=kernel_fn.ftype.as_pointer())
     rc = b.call(kernel_fn, [bufs], name="rc")
     if spec.release_gil:
         b.call(declare(module, "PyEval_RestoreThread", ir.VoidType(), [ptr]), [tstate])
@@ -450,6 +478,23 @@ def emit_entry(module, kernel_fn, spec) -> ir.Function:
         b.call(decref, [old])
     b.ret(result)
     return fn
+
+
+def _count_call(b, module, cell):
+    """``if --cell.countdown == 0: cell.hook()`` (GIL held, nothing allocated yet); an
+    exception from the hook is cleared (the hook is not supposed to raise)."""
+    left = b.sub(load_at(b, cell, 0, i64), ir.Constant(i64, 1))
+    b.store(left, b.bitcast(cell, i64.as_pointer()))
+    with b.if_then(b.icmp_signed("==", left, ir.Constant(i64, 0)), likely=False):
+        hook = load_at(b, cell, 16, ptr)
+        vcall = declare(module, "PyObject_Vectorcall", ptr, [ptr, ptr, i64, ptr])
+        null = ir.Constant(ptr, None)
+        res = b.call(vcall, [hook, null, ir.Constant(i64, 0), null])
+        with b.if_else(b.icmp_unsigned("==", res, null)) as (failed, done):
+            with failed:
+                b.call(declare(module, "PyErr_Clear", ir.VoidType(), []), [])
+            with done:
+                b.call(declare(module, "Py_DecRef", ir.VoidType(), [ptr]), [res])
 
 
 def _emit_kernel_error(b, module, on_error, rc):
