@@ -116,7 +116,7 @@ def _combine(prim):
            "reduce_min": "min"}[prim]
 
     def comb(cx, e, x, y):
-        return (ops.CEMIT if isinstance(x, tuple) else ops.EMIT)[key](cx, e, x, y)
+        return (ops.complex_rules() if isinstance(x, tuple) else ops.EMIT)[key](cx, e, x, y)
     return comb
 
 

@@ -66,7 +66,7 @@ def emit_scan(module, name, eqn, plan, slot_of) -> ir.Function:
         if parts == 2 and combine == "mul":      # NumPy's scalar accumulate: no fma
             (ar, ai), (br, bi) = a, c
             return (b.fsub(b.fmul(ar, br), b.fmul(ai, bi)), b.fadd(b.fmul(ar, bi), b.fmul(ai, br)))
-        table = ops.CEMIT if parts == 2 else ops.EMIT
+        table = ops.complex_rules() if parts == 2 else ops.EMIT
         return table[combine](cx, eqn, a, c)
 
     others = [d for d in range(len(shape)) if d != axis]

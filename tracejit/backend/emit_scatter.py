@@ -107,7 +107,7 @@ class _Scatter:
                 (ar, ai), (br, bi) = old, new
                 return [b.fsub(b.fmul(ar, br), b.fmul(ai, bi)),
                         b.fadd(b.fmul(ar, bi), b.fmul(ai, br))]
-            return list(ops.CEMIT[mode](cx, self.eqn, tuple(old), tuple(new)))
+            return list(ops.complex_rules()[mode](cx, self.eqn, tuple(old), tuple(new)))
         name = {"add": "add", "mul": "mul", "min": "min", "max": "max"}[mode]
         a, c = old[0], new[0]
         if self.dt.kind == "b":
