@@ -10,11 +10,7 @@ when VL == 1; bool is ``i1``). Semantics follow NumPy bit for bit where NumPy is
 - float -> int ``convert``: NaN -> 0, out-of-range saturates (``llvm.fptosi.sat``), as the
   interpreter's ``convert`` impl;
 - transcendentals go through ``mathlib.call_math`` (vector functions, <= a few ulp).
-Complex values are (re, im) pairs (emit_complex.py, ``CEMIT``): arithmetic, comparisons, converts, and exp, log,
-sqrt, sin, cos, tan, sinh, cosh, tanh, exp2, expm1, log2, log10, log1p built from the real math
-functions, integer_pow by repeated squaring, pow (exp(w log z); see ``_cpow`` for special
-values), abs (NumPy's own loop, bit for bit) and sign (z / libm hypot, bit for bit); the arc
-functions run through the NumPy fallback.
+Complex values are (re, im) pairs; their rules (``CEMIT``) are in emit_complex.py.
 """
 from __future__ import annotations
 
