@@ -14,7 +14,7 @@ code that calls it stays cacheable. Two ways to get the definition:
   ``alwaysinline`` (hot small kernels; readable ``inspect_asm``).
 
 Implementations (accuracy and speed: tests/test_mathlib.py, bench/mathlib_bench.py):
-- own polynomials (``mathlib_emit``, ``mathlib_trig``) for exp exp2 expm1 log log2 log10 log1p
+- own polynomials (``mathlib_emit``, ``mathlib_log``, ``mathlib_trig``) for exp exp2 expm1 log log2 log10 log1p
   sin cos tanh sinh cosh arcsinh arccosh arctanh in f64. The exp family is table-driven
   (2^(j/8) by vpermpd, ``Emit.lookup``); on znver4, ms per 1e6 f64, one core, process CPU
   time, min of 30 (before -> after the tables), and max ulp against long double:
@@ -76,14 +76,16 @@ F32 = ir.FloatType()
 WIDTHS = (1, 2, 4, 8, 16)
 
 # numpy name -> f64 body emitter (f32 reuses it on extended lanes)
-# (bodies are looked up lazily: mathlib_trig / mathlib_f32 are imported only to build a module,
+# (bodies are looked up lazily: mathlib_trig / mathlib_log / mathlib_f32 are imported only to build a module,
 # which a warm library cache never does)
 _OWN = {
     "exp": "emit_exp", "exp2": "emit_exp2", "expm1": "emit_expm1",
-    "log": "emit_log", "log2": "emit_log2", "log10": "emit_log10", "log1p": "emit_log1p",
+    "log": "log.emit_log", "log2": "log.emit_log2", "log10": "log.emit_log10",
+    "log1p": "log.emit_log1p",
     "sin": "trig.emit_sin", "cos": "trig.emit_cos",
     "tanh": "emit_tanh", "sinh": "emit_sinh", "cosh": "emit_cosh",
-    "arcsinh": "emit_arcsinh", "arccosh": "emit_arccosh", "arctanh": "emit_arctanh",
+    "arcsinh": "log.emit_arcsinh", "arccosh": "log.emit_arccosh",
+    "arctanh": "log.emit_arctanh",
 }
 
 
@@ -92,6 +94,9 @@ def _own_body(name):
     if attr.startswith("trig."):
         from . import mathlib_trig
         return getattr(mathlib_trig, attr[5:])
+    if attr.startswith("log."):
+        from . import mathlib_log
+        return getattr(mathlib_log, attr[4:])
     return getattr(em, attr)
 # numpy name -> (libm/libmvec base name, arity)
 _LIBM = {
@@ -325,7 +330,8 @@ def _compile_one(name) -> None:
     ``config.library_cache_dir`` (``jit.compile_library``), compiled on a miss."""
     here = os.path.dirname(__file__)
     source = jit.source_key(*(os.path.join(here, f) for f in (
-        "mathlib.py", "mathlib_emit.py", "mathlib_f32.py", "mathlib_trig.py")))
+        "mathlib.py", "mathlib_emit.py", "mathlib_f32.py", "mathlib_trig.py",
+        "mathlib_log.py")))
     if name in _LIBM:
         mvec = _libmvec()              # registers the libmvec symbols the object calls
         source += repr((mvec[:2], sorted(mvec[2]))) if mvec else "no-libmvec"
