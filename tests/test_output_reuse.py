@@ -49,8 +49,17 @@ def cached_refcount(r):
     return sys.getrefcount(r) - 2       # minus this frame's parameter and getrefcount's own
 
 
+@pytest.fixture(autouse=True)
+def reuse_on():
+    """Every test here starts with reuse on (whatever TRACEJIT_REUSE_OUTPUTS says)."""
+    saved = tj.config.reuse_outputs
+    tj.config.reuse_outputs = True
+    yield
+    tj.config.reuse_outputs = saved
+
+
 @pytest.fixture
-def reuse_off():
+def reuse_off(reuse_on):
     """Turn reuse off for the body of a test (restored afterwards)."""
     pyabi_reuse.set_reuse_outputs(False)
     yield
