@@ -26,8 +26,8 @@ explicit vector IR, and run as fast (W1, W7 within noise; 3-5x shorter compiles)
 loop with reductions measured ~10% slower. Modules with matmul kernels use O1 and full codegen.
 FastISel only selects a loop body whose constants and math callees are hoisted into the entry
 block (``emit_ops.OpContext.hoist``, for bodies of float arithmetic and calls); any other body
-is selected by SelectionDAG, about twice as slow to compile. A base-tier module that calls
-math bodies is a hot-tier candidate (``tiers.py``): once hot, ``tier_up`` emits the graph again
+is selected by SelectionDAG, about twice as slow to compile. Every fully native base-tier
+module is a hot-tier candidate (``tiers.py``): once hot, ``tier_up`` emits the graph again
 (``_emit(hot=True)``: math inlined, nothing hoisted), compiles it at O1 and switches the kernel
 that ``__call__`` and the native entries call; both modules stay loaded.
 
@@ -197,7 +197,7 @@ class Executable:
             self.kernel_address = jit.function_address(self.kernel_name)
             jit.add_symbol(self.kernel_name, self.kernel_address)    # for pyabi entry modules
             self._kernel = _KERNEL_T(self.kernel_address)
-            if self.opt == 0 and tiers.calls_own_math(emitter.module):
+            if self.opt == 0:
                 self._tier_cell = tiers.new_tier_cell(self)
         self._impls = {}
         self._stack_io = any(v.ty.dynamic for v in (*graph.invars, *graph.outvars))
@@ -275,8 +275,8 @@ class Executable:
         """Compile the hot tier (math inlined, O1) and switch every later call to it: the
         interpreter path and native entries (through their ``TierCell``). ``wait=False`` queues
         the compile on the background thread. Returns whether this executable runs the hot
-        tier now; a graph that is not a candidate (no transcendental calls, matmul modules
-        already at O1, hybrid) stays as it is."""
+        tier now; a graph that is not a candidate (matmul modules already at O1, hybrid) stays
+        as it is."""
         if self._tier_cell is None or self.tier == "hot":
             return self.tier == "hot"
         if not wait:
