@@ -237,6 +237,25 @@ def _jacobian_block(batched, n_basis, basis_shape, other_shape, basis_last):
     return tnp.reshape(batched, tuple(basis_shape) + tuple(other_shape))
 
 
+def _over_basis(fn, t: Type, result_types):
+    """``fn`` vmapped over the basis of a leaf of type ``t`` (one result per ``result_types``,
+    batched along axis 0); an empty leaf has an empty basis."""
+    if t.size == 0:
+        return [np.zeros((0,) + r.shape, r.dtype) for r in result_types]
+    from .transforms.batching import vmap
+    return vmap(fn)(_basis(t))
+
+
+def _assemble(blocks, args_tree, out_tree, single):
+    """The Jacobian pytree from ``blocks[o][l]`` (output leaf o, argument leaf l): the output's
+    structure, each leaf holding the arguments' structure (the argument itself if ``single``)."""
+    jac = []
+    for row in blocks:
+        j = tree.unflatten(args_tree, row)
+        jac.append(j[0] if single else tuple(j))
+    return tree.unflatten(out_tree, jac)
+
+
 def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     """The Jacobian by forward mode: the linearized graph pushes the whole basis of each input
     leaf as one batched (vmapped) JVP.
@@ -256,7 +275,6 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
         outs, res = outs[:n], outs[n:]
         in_types = staged.in_types
         out_types = staged.out_types[:staged.n_out]
-        from .transforms.batching import vmap
         _, args_tree = tree.flatten(tuple(dargs))
         blocks = [[None] * len(in_types) for _ in out_types]      # blocks[o][l]
         for l, it in enumerate(in_types):
@@ -264,17 +282,10 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
                 tans = [e if m == l else Zero(tangent_type(mt)) for m, mt in enumerate(in_types)]
                 touts = eval_linear(lin, n_res, res, tans)
                 return [_materialize(t, ot) for t, ot in zip(touts, out_types)]
-            if it.size == 0:
-                cols = [np.zeros((0,) + ot.shape, ot.dtype) for ot in out_types]
-            else:
-                cols = vmap(push)(_basis(it))                     # one batched JVP per leaf
+            cols = _over_basis(push, it, out_types)              # one batched JVP per leaf
             for o, ot in enumerate(out_types):
                 blocks[o][l] = _jacobian_block(cols[o], it.size, it.shape, ot.shape, True)
-        jac = []
-        for o in range(len(out_types)):
-            j = tree.unflatten(args_tree, blocks[o])
-            jac.append(j[0] if single else tuple(j))
-        result = tree.unflatten(staged.out_tree, jac)
+        result = _assemble(blocks, args_tree, staged.out_tree, single)
         if has_aux:
             aux = [_value(a, t) for a, t in
                    zip(outs[staged.n_out:], staged.out_types[staged.n_out:])]
@@ -301,24 +312,16 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False):
                                  f"holomorphic differentiation pass holomorphic=True.")
         in_leaves, args_tree = tree.flatten(tuple(dargs))
         in_types = [leaf_type(x, "argument") for x in in_leaves]
-        from .transforms.batching import vmap
         blocks = [[None] * len(in_types) for _ in o_types]        # blocks[o][l]
         for o, ot in enumerate(o_types):
             def pull(e, o=o):
                 cts = [e if m == o else np.zeros(mt.shape, mt.dtype)
                        for m, mt in enumerate(o_types)]
                 return tree.flatten(vjp_fn(tree.unflatten(o_tree, cts)))[0]
-            if ot.size == 0:
-                rows = [np.zeros((0,) + it.shape, it.dtype) for it in in_types]
-            else:
-                rows = vmap(pull)(_basis(ot))                     # one batched VJP per leaf
+            rows = _over_basis(pull, ot, in_types)               # one batched VJP per leaf
             for l, it in enumerate(in_types):
                 blocks[o][l] = _jacobian_block(rows[l], ot.size, ot.shape, it.shape, False)
-        jac = []
-        for o in range(len(o_types)):
-            j = tree.unflatten(args_tree, blocks[o])
-            jac.append(j[0] if single else tuple(j))
-        result = tree.unflatten(o_tree, jac)
+        result = _assemble(blocks, args_tree, o_tree, single)
         return (result, res[2]) if has_aux else result
     return _make_derivative(body, fun, "jacrev", argnums)
 

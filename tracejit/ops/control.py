@@ -32,10 +32,14 @@ def attach_control_rules(prim, name, module="control_ad"):
     ``{name}_partial_eval`` of ``transforms/<module>.py`` (imported when first used, because
     they build on the AD transforms, which sit above ops in the layering)."""
     def lazy(kind):
+        resolved = []
+
         def rule(*args, **kwargs):
-            import importlib
-            rules = importlib.import_module(f"..transforms.{module}", __package__)
-            return getattr(rules, f"{name}_{kind}")(*args, **kwargs)
+            if not resolved:
+                import importlib
+                rules = importlib.import_module(f"..transforms.{module}", __package__)
+                resolved.append(getattr(rules, f"{name}_{kind}"))
+            return resolved[0](*args, **kwargs)
         return rule
     prim.jvp = lazy("jvp")
     prim.transpose = lazy("transpose")
