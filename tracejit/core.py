@@ -231,11 +231,13 @@ class Builder:
             raise TracerError(
                 f"a traced value {t.ty} escaped from the trace that created it (a 'leaked' tracer, "
                 f"e.g. stored in a global or a closure and used later). Pass it as an argument.")
-        v = self._capture_index.get(id(t))
+        # keyed by the value, and a snapshot is kept: ``x[i] = v`` rebinds a Tracer object in
+        # place, and the captured value must stay the one that was read
+        v = self._capture_index.get(id(t.irvar))
         if v is None:
             v = Var(t.ty)
-            self._capture_index[id(t)] = v
-            self.captured.append(t)
+            self._capture_index[id(t.irvar)] = v
+            self.captured.append(Tracer(t.builder, t.irvar))
             self.captured_vars.append(v)
         return v
 

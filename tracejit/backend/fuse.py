@@ -258,8 +258,11 @@ class Plan:
 # ---------------------------------------------------------------------------------------------
 
 def _can_join(plan: Plan, group: LoopGroup, eqn, operands) -> bool:
+    gathered = eqn.invars[0] if eqn.prim.name == "take" else None
     for a in operands:
-        if isinstance(a, Literal) or plan.member_of.get(id(a)) is group:
+        # a member is read at the loop's own index; take reads its operand at other indices,
+        # so that operand must be stored by an earlier step, never computed in this loop
+        if isinstance(a, Literal) or (plan.member_of.get(id(a)) is group and a is not gathered):
             continue
         p = plan.step_of(a)
         if p is None:

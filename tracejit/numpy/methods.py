@@ -25,7 +25,13 @@ def _astype(self, dtype, copy=True):
     if dt.kind != "c" and self.dtype.kind == "c":
         raise TypeError(f"astype({dt}) of a complex array would discard the imaginary part; "
                         f"use .real first")
-    return convert(self, dt)
+    out = convert(self, dt)
+    return _fresh(out) if out is self and copy else out
+
+
+def _fresh(t):
+    """A new tracer of the same value: a NumPy copy (writes into it never reach ``t``)."""
+    return Tracer(t.builder, t.irvar)
 
 
 def _pow(self, other):
@@ -65,7 +71,10 @@ def _setitem(self, idx, value):
         raise TracerError("assigning into an array after a view of it was taken (by slicing, "
                           "reshape or transpose) would also change the view in NumPy. " + fix)
     new = indexing.update(self, idx, value, "set")
-    self.irvar = new.irvar
+    # the update is recorded in the current trace, which may be nested inside the one that made
+    # this tracer (a copy of a closed-over value): rebind both, or later uses would read the
+    # outer value and lose the update (and its derivative)
+    self.builder, self.irvar = new.builder, new.irvar
 
 
 def _add_view(base, view):
@@ -139,7 +148,7 @@ _METHODS = {
     "flatten": shape.ravel, "swapaxes": shape.swapaxes, "repeat": shape.repeat,
     "take": indexing.take, "dot": linalg.dot, "conj": math.conj, "conjugate": math.conj,
     "round": math.round, "clip": math.clip, "diagonal": linalg.diagonal, "trace": linalg.trace,
-    "copy": lambda self, order="C": Tracer(self.builder, self.irvar),
+    "copy": lambda self, order="C": _fresh(self),
     "ptp": reductions.ptp,
 }
 
