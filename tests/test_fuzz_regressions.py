@@ -98,3 +98,36 @@ def test_np_copy_and_astype_copy_as_numpy_does():
     for got, want in zip(tj.jit(f)(x), f(x.copy())):
         np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(x, np.arange(3.0))
+
+
+# an internal failure is a CompilerError naming stage and primitive, with the graph saved
+
+def test_internal_failure_is_a_compiler_error_with_a_saved_graph(monkeypatch, tmp_path):
+    import pytest
+    from tracejit.backend import fuse
+    monkeypatch.setattr(tj.config, "bug_report_dir", str(tmp_path))
+    monkeypatch.setattr(fuse, "_can_join", lambda plan, group, eqn, operands: True)  # old bug
+    with pytest.raises(tj.CompilerError) as info:
+        tj.jit(lambda x: (-x)[np.array([1, 0])])(np.array([1.5, 2.0]))
+    msg = str(info.value)
+    assert "LLVM IR emission" in msg and "primitive 'take'" in msg and "KeyError" in msg
+    path = msg.split("are in ")[1].split(" ")[0]
+    assert path.startswith(str(tmp_path))
+    text = open(path).read()
+    assert "take[axis=0]" in text and "Traceback" in text
+
+
+def test_user_errors_are_not_compiler_errors():
+    import pytest
+
+    @tj.custom_jvp
+    def f(x):
+        return np.sin(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        raise KeyError("the user's own bug")
+    with pytest.raises(KeyError, match="the user's own bug"):
+        tj.jvp(f, (1.0,), (1.0,))
+    with pytest.raises(tj.ShapeError):
+        tj.jit(lambda x: x + np.ones(3))(np.ones(4))

@@ -19,6 +19,6 @@ from .transforms.batching import vmap  # noqa: F401
 from . import tree  # noqa: F401
 from .tree import register_pytree_node  # noqa: F401
 from .errors import (TracerError, ConcretizationError, ShapeError, DTypeError,  # noqa: F401
-                     UnsupportedError, InputError, NaNError)
+                     UnsupportedError, InputError, NaNError, CompilerError)
 
 __version__ = "0.1.0"

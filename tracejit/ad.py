@@ -51,6 +51,7 @@ import numpy as np
 from . import tree
 from .ad_util import differentiable, instantiate, is_zero, tangent_type
 from .api import _compile, leaf_type
+from .bugreport import compiler_stage
 from .config import config
 from .core import Tracer, current_builder, eval_graph, literal_value, make_graph
 from .errors import InputError
@@ -106,10 +107,12 @@ class _Staged:
         simplified with it (once, with the rest of that graph), and ``run`` simplifies what it
         compiles."""
         if self._lin is None:
-            jg, _ = jvp_graph(self.graph, self.diff)
-            n_args = len(self.graph.invars)
-            self._lin = partial_eval(simplify(jg, inline=False), n_args,
-                                     len(self.graph.outvars), recompute=True)
+            with compiler_stage("the JVP transform", self.graph):
+                jg, _ = jvp_graph(self.graph, self.diff)
+            jg = simplify(jg, inline=False)
+            with compiler_stage("partial evaluation (reverse mode)", jg):
+                self._lin = partial_eval(jg, len(self.graph.invars), len(self.graph.outvars),
+                                         recompute=True)
         return self._lin
 
     def backward(self):
@@ -117,8 +120,9 @@ class _Staged:
         if self._bwd is None:
             fwd, lin, n_res = self.linearized()
             lin_main = lin.replace(outvars=lin.outvars[:self.n_out])
-            self._bwd = transpose_graph(lin_main, n_res, [tangent_type(t) for t in
-                                                          self.out_types[:self.n_out]])
+            with compiler_stage("the transpose (reverse mode)", lin_main):
+                self._bwd = transpose_graph(lin_main, n_res, [tangent_type(t) for t in
+                                                              self.out_types[:self.n_out]])
         return self._bwd
 
     def run(self, name, graph, args):
@@ -201,12 +205,14 @@ def jvp(fun, primals, tangents, has_aux=False):
         # on arrays: run the JVP graph (built and compiled once per signature)
         jg = staged.__dict__.get("_jg")
         if jg is None:
-            jg = staged._jg = jvp_graph(staged.graph, staged.diff)[0]     # run simplifies
+            with compiler_stage("the JVP transform", staged.graph):
+                jg = staged._jg = jvp_graph(staged.graph, staged.diff)[0]     # run simplifies
         outs = staged.run("jvp", jg, args + [t for t, d in zip(t_leaves, staged.diff) if d])
         n = len(staged.graph.outvars)
         outs, touts = outs[:n], outs[n:]
     else:
-        outs, touts = jvp_eval(staged.graph, args, tans + [None] * len(staged.captured))
+        with compiler_stage("the JVP transform", staged.graph):
+            outs, touts = jvp_eval(staged.graph, args, tans + [None] * len(staged.captured))
     types = staged.out_types
     outs = [_value(o, t) for o, t in zip(outs, types)]
     touts = [_materialize(t, ty) for t, ty in zip(touts, types)]
@@ -240,8 +246,9 @@ def linearize(fun, *primals):
                              f"{len(t_leaves)}")
         tans = [t for t, d in zip(t_leaves, staged.diff) if d]
         if any(isinstance(x, Tracer) for x in list(res) + tans) or current_builder() is not None:
-            touts = eval_linear(lin, n_res, _traceable(res, fwd, n_res, leaves, staged),
-                                tans)
+            res_t = _traceable(res, fwd, n_res, leaves, staged)
+            with compiler_stage("evaluating a linearized graph", lin):
+                touts = eval_linear(lin, n_res, res_t, tans)
         else:
             touts = staged.run("lin", lin, list(res) + tans)
         touts = [_materialize(t, ty) for t, ty in zip(touts, types)]

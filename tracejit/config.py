@@ -27,6 +27,8 @@ Attributes (all plain, settable at run time):
   least 64 KiB that nobody references any more (it keeps its last 2 per large output and
   signature), instead of allocating fresh memory that the OS must fault in again; results still
   held by the caller are never touched. env TRACEJIT_REUSE_OUTPUTS (default on).
+- ``bug_report_dir``: where a ``CompilerError`` (a bug in tracejit) writes the offending graph
+  and traceback; default ``<tempdir>/tracejit-bugs``; env TRACEJIT_BUG_REPORT_DIR.
 - ``hot_tier``: tier-up of hot, math-heavy kernels (default on; env TRACEJIT_HOT_TIER=0 turns it
   off). A signature is first compiled for a short compile (no optimisation pipeline, math
   functions called in a shared library); when its fused loops call transcendental functions
@@ -80,6 +82,7 @@ class Config:
         self.max_while_iterations = int(env.get("TRACEJIT_MAX_WHILE_ITERATIONS", "0")) or None
         self.reuse_outputs = _flag("TRACEJIT_REUSE_OUTPUTS", True)
         self.hot_tier = _flag("TRACEJIT_HOT_TIER", True)
+        self.bug_report_dir = env.get("TRACEJIT_BUG_REPORT_DIR") or None
 
     # Settings that change what a compiled function computes; assigning one of them drops the
     # native fast-path entries of every traced function (they were built for the old value).

@@ -106,3 +106,10 @@ class InputError(TracerError, TypeError):
 
 class NaNError(TracerError, FloatingPointError):
     """Raised under ``config.debug_nans`` at the first equation that produced a NaN."""
+
+
+class CompilerError(RuntimeError):
+    """A bug in tracejit itself: an internal failure in a compiler stage (simplification, a
+    transform, fusion, buffer planning, LLVM emission or compilation). The message names the
+    stage and the primitive and gives the path of a file holding the offending graph and the
+    traceback, ready for a bug report. Never a fallback to another backend."""

@@ -20,6 +20,7 @@ import sys
 
 import numpy as np
 
+from .bugreport import compiler_stage
 from .config import config
 from .ir import Eqn, Graph, Literal, Var, print_graph, verify
 from .ops import elementwise as ew
@@ -155,10 +156,14 @@ def fold_constants(graph: Graph) -> Graph:
     for eqn in graph.eqns:
         ins = tuple(subst(a) for a in eqn.invars)
         if _foldable(eqn, ins):
-            with np.errstate(all="ignore"):
-                value = eqn.prim.impl(*[a.value for a in ins], **eqn.params)
-            subst.set(eqn.outvars[0], Literal(value, eqn.outvars[0].ty))
-            continue
+            try:
+                with np.errstate(all="ignore"):
+                    value = eqn.prim.impl(*[a.value for a in ins], **eqn.params)
+            except (ArithmeticError, ValueError):
+                value = None                 # e.g. 2 ** -1 on ints: raised when the code runs
+            if value is not None:
+                subst.set(eqn.outvars[0], Literal(value, eqn.outvars[0].ty))
+                continue
         kept.append(_with_ins(eqn, ins))
     return _rebuild(graph, kept, subst)
 
@@ -407,9 +412,10 @@ PIPELINE = (("inline", inline_calls), ("fold", fold_constants), ("negs", sink_ne
 
 def run_pass(name, fn, graph: Graph) -> Graph:
     """Apply one pass; verify and optionally print the result (TRACEJIT_PRINT_AFTER)."""
-    out = fn(graph)
-    if config.check_ir:
-        verify(out, name)
+    with compiler_stage(f"the '{name}' simplification pass", graph):
+        out = fn(graph)
+        if config.check_ir:
+            verify(out, name)
     if name in config.print_after or "all" in config.print_after:
         print(f"--- IR after {name} ---\n{print_graph(out)}", file=sys.stderr)
     return out

@@ -50,6 +50,7 @@ from typing import NamedTuple
 import numpy as np
 from llvmlite import ir
 
+from ..bugreport import compiler_stage
 from ..ir import Literal, _Namer
 from . import buffers, control, control_fallback, emit_steps, fuse, jit, stacks, tiers
 
@@ -167,12 +168,15 @@ class Executable:
         t0 = time.perf_counter()
         _register_libc()
         self.graph = graph
-        self.plan = fuse.partition(graph)
-        self.buffers = buffers.plan_buffers(self.plan)
+        with compiler_stage("fusion planning (backend/fuse.py)", graph):
+            self.plan = fuse.partition(graph)
+        with compiler_stage("buffer planning (backend/buffers.py)", self.plan.graph):
+            self.buffers = buffers.plan_buffers(self.plan)
         self.namer = graph_namer(graph)
         bp = self.buffers
         self.native = not any(isinstance(s, fuse.FallbackStep) for s in self.plan.steps)
-        code = self._emit(hot=False)
+        with compiler_stage("LLVM IR emission", self.plan.graph):
+            code = self._emit(hot=False)
         self.emitter = emitter = code.emitter
         self.keepalive = emitter.keepalive
         self.program, self.kernel_name, self.llvm_ir = code.program, code.kernel_name, code.llvm_ir
@@ -183,7 +187,8 @@ class Executable:
         self.opt = 1 if emitter.has_matmul else 0
         with _modules_lock:
             if code.name not in _modules:
-                jit.compile_ir(self.llvm_ir, opt=self.opt, cacheable=True)
+                with compiler_stage("LLVM compilation", graph):
+                    jit.compile_ir(self.llvm_ir, opt=self.opt, cacheable=True)
                 _modules[code.name] = _fill_const_table(code.consts_global,
                                                         emitter.consts.arrays)
             self._const_table = _modules[code.name]

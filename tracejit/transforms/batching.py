@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes, tree
+from ..bugreport import compiler_stage
 from ..core import Tracer, eval_graph, literal_value, make_graph, type_of
 from ..errors import InputError, ShapeError
 from ..ir import Graph, Literal, Type
@@ -501,7 +502,8 @@ def vmap(f, in_axes=0, out_axes=0):
 
         graph, captured = make_graph(per_example, types)
         dims = [None if ax is None else 0 for ax in norm] + [None] * len(captured)
-        outs, odims = batch_eval(graph, values + captured, dims, B)
+        with compiler_stage("vmap (batching rules)", graph):
+            outs, odims = batch_eval(graph, values + captured, dims, B)
         out_tree = box[0]
         o_axes = _axes_for_leaves(out_axes, (tree.unflatten(out_tree, outs),))[:len(outs)] \
             if not isinstance(out_axes, (int, type(None))) else [out_axes] * len(outs)
