@@ -4,12 +4,21 @@ The signature of a call is its pytree structure, (dtype, shape, weak) of every a
 values of static arguments. A per-function LRU cache maps signatures to compiled executables;
 ``cache_info()`` counts hits, misses and traces, and ``config.log_retraces`` explains each retrace
 by the argument path that changed. Python side effects of the function happen while tracing only.
+
+Threads: every signature cache is guarded by one process-wide lock (``_cache_lock``), held only
+for lookups, inserts and evictions, never while tracing or compiling; a compile in progress is
+an in-flight marker (``_Pending``) that other threads asking for the same signature wait for,
+so a signature is compiled once and a cache never holds more than ``config.cache_size``
+entries. ``os.fork`` takes the lock first, so a child never inherits it held; markers of
+compiles that were running in the parent are ignored by the child (they carry the pid).
 """
 from __future__ import annotations
 
 import functools
 import inspect
 import logging
+import os
+import threading
 import weakref
 from collections import OrderedDict
 from typing import Any, Callable, NamedTuple
@@ -40,6 +49,14 @@ def leaf_type(x, path: str) -> Type:
         return x.ty
     if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
         return Type(dtypes.WEAK_DEFAULT[type(x)], (), weak=True)
+    if isinstance(x, np.ndarray) and type(x) is not np.ndarray and not isinstance(x, np.memmap):
+        # np.matrix (* is a matrix product), masked arrays (a mask) and other subclasses change
+        # what NumPy's operations mean; tracing their data as plain arrays would change it too
+        raise InputError(f"argument {path} is a {type(x).__module__}.{type(x).__name__}, a NumPy "
+                         f"array subclass whose operations mean something else than ndarray's; "
+                         f"tracejit traces plain arrays only. Pass np.asarray(x) if ndarray "
+                         f"semantics are what you want (for a masked array: x.filled(v) or "
+                         f"x.data with the mask as a separate argument).")
     if isinstance(x, (np.ndarray, np.generic)):
         dt = x.dtype
     else:
@@ -60,6 +77,24 @@ class Signature(NamedTuple):
     treedef: Any
     types: tuple
     static: tuple
+
+
+_cache_lock = threading.Lock()       # every Traced's _cache, _pending and counters
+os.register_at_fork(before=_cache_lock.acquire, after_in_parent=_cache_lock.release,
+                    after_in_child=_cache_lock.release)
+# Serialises changes of native dispatch tables (add/clear_specializations are several Python
+# statements; two threads interleaving them could release an output cache twice). Re-entrant:
+# releasing evicted outputs may run Python code that calls a traced function.
+_table_lock = threading.RLock()
+
+
+class _Pending:
+    """A signature being traced and compiled by one thread; others wait for ``done``."""
+
+    def __init__(self):
+        self.done = threading.Event()
+        self.thread = threading.get_ident()
+        self.pid = os.getpid()
 
 
 class Compiled:
@@ -159,7 +194,8 @@ class Traced:
             for i in self.static_argnums:
                 if i < len(params) and params[i] not in self.static_argnames:
                     self.static_argnames += (params[i],)
-        self._cache: OrderedDict = OrderedDict()
+        self._cache: OrderedDict = OrderedDict()      # key -> Compiled, LRU order
+        self._pending: dict = {}                       # key -> _Pending (compiling now)
         self._owners: list = []          # dispatch objects that forward calls here unchanged
         self._hits = self._misses = self._traces = 0
         self._last_sig: Signature | None = None
@@ -193,8 +229,9 @@ class Traced:
         return full, kw
 
     # tracing -----------------------------------------------------------------------------------
-    def trace_graph(self, args, kwargs, sig: Signature | None = None):
-        """Trace for the signature of ``args``: (raw graph, output treedef)."""
+    def trace_graph(self, args, kwargs, sig: Signature | None = None, count: bool = True):
+        """Trace for the signature of ``args``: (raw graph, output treedef); ``count`` it in
+        ``cache_info().traces``."""
         if sig is None:
             _, sig = self._split(args, kwargs)
         out_tree_box = []
@@ -206,7 +243,9 @@ class Traced:
             out_tree_box.append(out_tree)
             return leaves
 
-        self._traces += 1
+        if count:
+            with _cache_lock:
+                self._traces += 1
         graph, captured = make_graph(flat_fun, sig.types)
         assert not captured
         return graph, out_tree_box[0]
@@ -228,42 +267,68 @@ class Traced:
         leaves, sig = self._split(args, kwargs)
         if any(isinstance(x, Tracer) for x in leaves):
             return self.fun(*args, **kwargs)        # inside another trace: inline
-        key = self._key(sig)
-        entry = self._cache.get(key)
-        if entry is None:
-            self._misses += 1
-            entry = self._compile_sig(args, kwargs, sig)
-            self._cache[key] = entry
-            while len(self._cache) > max(1, config.cache_size):
-                self._cache.popitem(last=False)
-        else:
-            self._hits += 1
-            self._cache.move_to_end(key)
-            if not entry.specialized:
-                self._specialize(entry, sig)
+        entry, specialize = self._entry(args, kwargs, sig, hit=True)
+        if specialize:
+            self._specialize(entry, sig)
         self._last_sig = sig
         return entry(leaves)
 
+    def _entry(self, args, kwargs, sig: Signature, hit: bool):
+        """(Compiled, whether this call should build its native entry) for ``sig``: from the
+        cache (counted as a hit when ``hit``), after another thread's compile of it, or traced
+        and compiled here (a miss) and inserted, evicting the least recently used."""
+        key = self._key(sig)
+        while True:
+            with _cache_lock:
+                entry = self._cache.get(key)
+                if entry is not None:
+                    self._cache.move_to_end(key)
+                    if not hit:
+                        return entry, False
+                    self._hits += 1
+                    specialize, entry.specialized = not entry.specialized, True
+                    return entry, specialize
+                pending = self._pending.get(key)
+                # our own marker: the function calls itself with this signature while being
+                # traced (recursion, as without threads); a parent process's: nobody finishes it
+                if pending is None or pending.thread == threading.get_ident() or \
+                        pending.pid != os.getpid():
+                    mine = self._pending[key] = _Pending()
+                    self._misses += 1
+                    break
+            pending.done.wait()          # then look again: cached now, or it failed
+        try:
+            entry = self._compile_sig(args, kwargs, sig)
+            with _cache_lock:
+                self._cache.pop(key, None)
+                # make room first: even a reader without the lock never sees it over the bound
+                while len(self._cache) >= max(1, config.cache_size):
+                    self._cache.popitem(last=False)
+                self._cache[key] = entry
+        finally:
+            with _cache_lock:
+                if self._pending.get(key) is mine:
+                    del self._pending[key]
+            mine.done.set()
+        return entry, False
+
     def _specialize(self, entry: Compiled, sig: Signature) -> None:
         """Add the native fast-path entry of a signature to this object's dispatch table (and to
-        the owners that forward calls here unchanged, e.g. a grad object)."""
-        entry.specialized = True
+        the owners that forward calls here unchanged, e.g. a grad object). The caller claimed
+        it (``entry.specialized``) under the cache lock."""
         spec = entry.entry_spec(sig)
         if spec is None:
             return
         address = entry.executable.native_entry(spec)
-        for target in (self, *self._owners):
-            target.add_specialization(address, entry)
-            _with_entries.add(target)
+        with _table_lock:
+            for target in (self, *self._owners):
+                target.add_specialization(address, entry)
+                _with_entries.add(target)
 
     def lower(self, *args, **kwargs) -> Compiled:
         """The compiled entry for these arguments' signature (compiling if needed)."""
-        leaves, sig = self._split(args, kwargs)
-        key = self._key(sig)
-        if key not in self._cache:
-            self._misses += 1
-            self._cache[key] = self._compile_sig(args, kwargs, sig)
-        return self._cache[key]
+        _, sig = self._split(args, kwargs)
+        return self._entry(args, kwargs, sig, hit=False)[0]
 
     # inspection --------------------------------------------------------------------------------
     def ir(self, *args, optimize: bool = True, stage: str | None = None, **kwargs):
@@ -275,9 +340,7 @@ class Traced:
             from .backend import describe_stage
             return describe_stage(self.lower(*args, **kwargs), stage)
         _, sig = self._split(args, kwargs)
-        saved = self._traces
-        raw, _ = self.trace_graph(args, kwargs, sig)
-        self._traces = saved
+        raw, _ = self.trace_graph(args, kwargs, sig, count=False)
         return simplify(raw) if optimize else raw
 
     def inspect_llvm(self, *args, **kwargs) -> str:
@@ -293,15 +356,20 @@ class Traced:
         return self.lower(*args, **kwargs).executable.memory_analysis()
 
     def cache_info(self) -> CacheInfo:
-        return CacheInfo(self._hits, self._misses, self._traces, config.cache_size,
-                         len(self._cache))
+        """Hits (Python-path calls of a cached signature), misses, traces, the bound and the
+        number of cached signatures."""
+        with _cache_lock:
+            return CacheInfo(self._hits, self._misses, self._traces, config.cache_size,
+                             len(self._cache))
 
     def clear_cache(self) -> None:
         """Drop every compiled signature (and the native fast-path entries)."""
-        self._cache.clear()
-        self._last_sig = None
-        for target in (self, *self._owners):
-            target.clear_specializations()
+        with _cache_lock:
+            self._cache.clear()
+            self._last_sig = None
+        with _table_lock:
+            for target in (self, *self._owners):
+                target.clear_specializations()
 
     def __repr__(self):
         return f"<tracejit.trace of {getattr(self.fun, '__qualname__', self.fun)}>"
@@ -347,9 +415,11 @@ def is_traced(obj) -> bool:
 
 def _drop_native_entries():
     for target in list(_with_entries):
-        target.clear_specializations()
-        for compiled in getattr(target, "_cache", {}).values():
-            compiled.specialized = False
+        with _table_lock:
+            target.clear_specializations()
+        with _cache_lock:
+            for compiled in getattr(target, "_cache", {}).values():
+                compiled.specialized = False
     _with_entries.clear()
 
 

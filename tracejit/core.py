@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import dtypes
-from .errors import ConcretizationError, TracerError, user_location
+from .errors import ConcretizationError, TracerError, UnsupportedError, user_location
 from .ir import Eqn, Graph, Literal, Type, Var
 
 
@@ -71,6 +71,10 @@ REGISTRY: dict[str, Primitive] = {}
 # tracers and the builder
 
 _current: contextvars.ContextVar = contextvars.ContextVar("tracejit_builder", default=None)
+
+
+_INPLACE_METHODS = ("sort", "fill", "resize", "put", "partition", "itemset", "setfield",
+                    "byteswap", "setflags")
 
 
 class Tracer:
@@ -158,7 +162,23 @@ class Tracer:
         return (self[i] for i in range(self.shape[0]))
 
     def __hash__(self):
-        return id(self)
+        # like ndarray: a value known only at run time cannot be a dict key or set member (an
+        # identity hash would silently bake one trace-time lookup into the compiled code)
+        raise TypeError(f"unhashable type: a traced array {self.irvar.ty} cannot be a dict key "
+                        f"or a set member (NumPy arrays are unhashable too); key by a static "
+                        f"argument or use an index array instead")
+
+    def __getattr__(self, name):
+        # ndarray attributes tracejit does not provide: say so instead of a bare AttributeError
+        if not name.startswith("__") and hasattr(np.ndarray, name):
+            inplace = name in _INPLACE_METHODS
+            raise UnsupportedError(
+                f"ndarray.{name} on a traced array {self.irvar.ty} is not supported"
+                + (" (it modifies the array in place)" if inplace else "")
+                + (f"; use np.{name}(x) if tracejit.numpy provides it" if hasattr(np, name)
+                   else "")
+                + ("; write x = np.full_like(x, v) instead" if name == "fill" else ""))
+        raise AttributeError(f"'Tracer' object has no attribute '{name}'")
 
     # NumPy protocols: defined in tracejit.numpy (operators, methods, ufuncs, array functions)
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):

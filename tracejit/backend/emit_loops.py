@@ -19,7 +19,7 @@ Reductions (sinks), per output element:
 - innermost dim reduced: U vector accumulators (lane l of accumulator u takes inner indices
   i = u*VL + l mod U*VL, sequentially), combined pairwise (u), then lanes by halving, then
   combined into the output, which holds the running result over the outer reduced indices in
-  loop order (outputs are initialised with the identity first, -0.0 for float sums);
+  loop order (outputs are initialised with the identity first, +0.0 for float sums as in NumPy);
 - innermost dim kept: the output vector is loaded, combined and stored at each reduced index.
 The order depends only on the shape, never on the thread count. Large groups (estimated work
 >= PARALLEL_NS from the op mix) run on the thread pool: split over collapsed dim 0 when every
@@ -450,7 +450,7 @@ class _Emitter(MemoryOps):
         dt = np.dtype(dtype)
         if dt.kind == "c":
             t = reg_type(_real(dt))
-            return self.cx.const(t, -0.0), self.cx.const(t, -0.0)
+            return self.cx.const(t, 1.0 if prim == "reduce_prod" else 0.0), self.cx.const(t, 0.0)
         return self.cx.const(reg_type(dt), _identity(prim, dt))
 
     def _body(self, nu, i, masks, offs):

@@ -44,10 +44,11 @@ def _is_float_value(v):
 
 
 def identity(prim, dtype):
-    """Identity of a reduction (-0.0 for float sums, so that sum([-0.0]) is -0.0)."""
+    """Identity of a reduction: +0.0 for float sums, as NumPy's (its sum of an empty array or
+    of -0.0s is +0.0)."""
     dt = np.dtype(dtype)
     if prim == "reduce_sum":
-        return -0.0 if dt.kind == "f" else 0
+        return 0.0 if dt.kind == "f" else 0
     if prim == "reduce_prod":
         return 1
     if dt.kind == "i":
