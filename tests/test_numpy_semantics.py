@@ -8,7 +8,7 @@ import tracejit as tj
 
 @pytest.mark.parametrize("backend", ["interpret", "llvm"])
 def test_sums_of_nothing_and_of_negative_zeros_are_positive_zero(backend):
-    f = tj.jit(lambda x: (np.sum(x), np.sum(x, axis=0), np.sum(x * 1j), np.mean(x, axis=1)),
+    f = tj.jit(lambda x: (np.sum(x), np.sum(x, axis=0), np.sum(x * 1j), np.mean(x, axis=-1)),
                backend=backend)
     for x in (np.zeros(0), np.zeros((0, 3)), -np.zeros((5, 3)), np.array([-0.0])):
         for got, want in zip(f(x), f.fun(x)):
