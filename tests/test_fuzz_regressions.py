@@ -131,3 +131,18 @@ def test_user_errors_are_not_compiler_errors():
         tj.jvp(f, (1.0,), (1.0,))
     with pytest.raises(tj.ShapeError):
         tj.jit(lambda x: x + np.ones(3))(np.ones(4))
+
+
+# a graph output that is a reshape of a NumPy fallback's result (a scatter with repeated
+# indices under jacfwd): planning decided "return the fallback's array", the run looked at the
+# output var's own producer (none: it is a view) and returned the uninitialised output buffer
+# (1.5e-323 on one call, 0 on another). The run now reads the plan's decision (plan.py_outputs).
+
+def test_output_viewing_a_fallback_result_is_returned():
+    def f(a0):
+        v1 = np.cumprod(a0)
+        return v1.at[np.array([-1, -1, -1])].add(v1)
+    jf = tj.jit(tj.jacfwd(f))
+    for x in (0.7, 0.3, -2.0):
+        for _ in range(2):
+            np.testing.assert_array_equal(jf(np.array(x)), [4.0])

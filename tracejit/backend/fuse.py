@@ -207,6 +207,8 @@ class Plan:
         self.producer: dict = {}        # id(materialised var) -> Step
         self.extra_consts: list = []    # (Var, ndarray) made by the planner (iota)
         self.out_aliases: dict = {}     # id(var) -> output index stored directly into
+        self.py_outputs: dict = {}      # output index -> base var: returned as the NumPy array a
+                                        # fallback made (the output is a whole view of it)
 
     # helpers ------------------------------------------------------------------------------------
     def new(self, cls, *args):
@@ -538,7 +540,8 @@ def _finish(plan: Plan):
         if native_base:
             plan.out_aliases[id(base)] = j
         elif isinstance(p, FallbackStep) and view.is_whole():
-            continue                          # returned as the NumPy array it is
+            plan.py_outputs[j] = base         # returned as the NumPy array it is
+            continue
         elif a.ty.dynamic:
             continue                          # a stack input or a repeat: Executable copies
         else:

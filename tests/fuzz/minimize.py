@@ -1,0 +1,176 @@
+"""Delta debugging of a finding: shrink the program while the same failure persists.
+
+Reductions, tried greedily until none applies: drop transform layers; drop a statement
+(substituting its uses with an earlier variable or argument of the same shape and dtype, or
+deleting it when nothing uses it); drop outputs; float32 -> float64, complex64 -> complex128;
+shrink argument dims; make views contiguous. Every candidate must still run under plain NumPy
+(``retype`` re-derives each statement's shape and dtype), and is then re-checked by the oracles
+in a worker process (a crash or hang must not take the minimiser down) -- "the same failure"
+means the same class and case and, for internal errors, the same exception signature.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import re
+import runpy
+import warnings
+
+import numpy as np
+
+from . import gen
+
+
+def retype(prog: gen.Program) -> bool:
+    """Re-evaluate the statements with NumPy, updating shapes/dtypes; False if invalid."""
+    env = {a.name: gen.make_arg(a, prog.seed) for a in prog.args}
+    ns = dict(gen.np_namespace(), **env)
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            warnings.simplefilter("error", np.exceptions.ComplexWarning)
+            for s in prog.stmts:
+                exec(gen.to_numpy_source("\n".join(s.lines)), ns)
+                v = np.asarray(ns[s.target])
+                s.shape, s.dtype = v.shape, str(v.dtype)
+                if s.dtype not in gen.DTYPES:
+                    return False
+        for o in prog.outputs:
+            if o not in ns:
+                return False
+    except Exception:
+        return False
+    return True
+
+
+def _types(prog):
+    t = {a.name: (tuple(a.shape), a.dtype) for a in prog.args if a.kind == "array"}
+    t.update({s.target: (tuple(s.shape), s.dtype) for s in prog.stmts})
+    return t
+
+
+def _subst(lines, old, new):
+    return [re.sub(rf"\b{old}\b", new, ln) for ln in lines]
+
+
+def _drop_stmt(prog, k):
+    """Candidates with statement ``k`` removed."""
+    s = prog.stmts[k]
+    later = prog.stmts[k + 1:]
+    used = any(re.search(rf"\b{s.target}\b", ln) for t in later for ln in t.lines)
+    types = _types(prog)
+    earlier = [a.name for a in prog.args] + [t.target for t in prog.stmts[:k]]
+    repl = [n for n in earlier if types.get(n) == (tuple(s.shape), s.dtype)]
+    out = []
+    for r in repl[::-1][:2] + ([None] if not used else []):
+        p = copy.deepcopy(prog)
+        del p.stmts[k]
+        if r is not None:
+            for t in p.stmts[k:]:
+                t.lines = _subst(t.lines, s.target, r)
+            p.outputs = [r if o == s.target else o for o in p.outputs]
+        else:
+            p.outputs = [o for o in p.outputs if o != s.target]
+        p.outputs = list(dict.fromkeys(p.outputs))
+        if p.outputs:
+            out.append(p)
+    return out
+
+
+def candidates(prog: gen.Program):
+    """Smaller variants of ``prog``, most aggressive first."""
+    if prog.transforms:
+        yield dataclasses.replace(copy.deepcopy(prog), transforms=[])
+        if len(prog.transforms) > 1:
+            yield dataclasses.replace(copy.deepcopy(prog), transforms=prog.transforms[:1])
+    for k in range(len(prog.stmts) - 1, -1, -1):
+        yield from _drop_stmt(prog, k)
+    for o in prog.outputs:
+        if len(prog.outputs) > 1:
+            yield dataclasses.replace(copy.deepcopy(prog),
+                                      outputs=[x for x in prog.outputs if x != o])
+    used = {m for s in prog.stmts for ln in s.lines for m in re.findall(r"\ba\d+\b", ln)}
+    used |= set(prog.outputs)
+    for i, a in enumerate(prog.args):
+        if a.name not in used and len(prog.args) > 1:
+            p = copy.deepcopy(prog)
+            del p.args[i]
+            yield p
+        wider = {"float32": "float64", "complex64": "complex128"}.get(a.dtype)
+        if wider:
+            p = copy.deepcopy(prog)
+            p.args[i].dtype = wider
+            yield p
+        for d, n in enumerate(a.shape):
+            for m in sorted({1, n // 2, n - 1} - {n}):
+                if m < 1 and n > 0:
+                    continue
+                p = copy.deepcopy(prog)
+                p.args[i].shape = tuple(a.shape[:d]) + (m,) + tuple(a.shape[d + 1:])
+                yield p
+        if a.layout != "c":
+            p = copy.deepcopy(prog)
+            p.args[i].layout = "c"
+            yield p
+
+
+def same_failure(result, finding) -> bool:
+    case = finding["label"].split(":")[0]
+    for f in result.get("findings", []):
+        if f["cls"] != finding["cls"]:
+            continue
+        if finding["cls"] in ("crash", "hang"):
+            return True
+        if f["label"].split(":")[0] != case:
+            continue
+        if finding["cls"] == "internal" and f["sig"] != finding["sig"]:
+            continue
+        return True
+    return False
+
+
+def minimize(prog: gen.Program, finding, timeout=60.0, budget=300, log=print):
+    """The smallest variant of ``prog`` found that still shows ``finding``."""
+    from .runner import Pool
+    pool = Pool(1, timeout)
+    runs = 0
+
+    def fails(p):
+        nonlocal runs
+        runs += 1
+        res = next(iter(pool.run([{"id": runs, "program": p.to_dict(),
+                                   "opts": {"threads_tiers": finding["cls"] ==
+                                            "nondeterminism" or prog.big}}])))
+        return same_failure(res, finding)
+
+    try:
+        progress = True
+        while progress and runs < budget:
+            progress = False
+            for cand in candidates(prog):
+                if runs >= budget:
+                    break
+                if not retype(cand):
+                    continue
+                if fails(cand):
+                    prog, progress = cand, True
+                    log(f"  [{runs}] {len(prog.stmts)} statements, args "
+                        f"{[(a.dtype, a.shape, a.layout) for a in prog.args]}, "
+                        f"transforms {prog.transforms}")
+                    break
+    finally:
+        pool.close()
+    return prog
+
+
+def minimize_file(path, timeout=60.0, budget=300, log=print) -> str:
+    """Minimise the finding saved in ``path``; writes ``<path minus .py>_min.py``."""
+    from .report import render
+    ns = runpy.run_path(path, run_name="fuzz_finding")
+    prog, finding = gen.Program.from_dict(ns["PROGRAM"]), dict(ns["FINDING"])
+    log(f"minimising {path}: {finding['cls']} in {finding['label']}")
+    small = minimize(prog, finding, timeout, budget, log)
+    out = path[:-3] + "_min.py" if not path.endswith("_min.py") else path
+    with open(out, "w") as fh:
+        fh.write(render(small, finding))
+    return out
