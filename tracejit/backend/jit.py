@@ -11,21 +11,25 @@ Invariants (llvmlite 0.50 / LLVM 22 pitfalls, see shared/reference notes):
 
 The on-disk object cache (``config.cache_dir`` / TRACEJIT_CACHE_DIR) keys object code by
 ``cache_key(ir_text)``: a hash of the LLVM IR, the host CPU name and features, the llvmlite and
-tracejit versions and the optimisation level, so a stale entry is never looked up. Entries are
-written to a temporary file and renamed into place (atomic when two processes write at once) and
-carry a checksum; a corrupt entry is deleted and the module recompiled.
+tracejit versions and the optimisation level, so a stale entry is never looked up; library code
+(``compile_library``) is kept in ``config.library_cache_dir`` the same way. What is loaded is
+trusted like compiled code, so ``diskcache.py`` accepts only entries in directories of the
+current user, opened without following links or blocking, authenticated with a per-directory
+secret key and bound to their cache key and defined symbols; anything else is counted, removed
+and recompiled.
 """
 from __future__ import annotations
 
 import os
 import re
-import tempfile
 import threading
 
 import llvmlite
 import llvmlite.binding as llvm
 
 from ..config import config
+from . import diskcache
+from .diskcache import stats
 
 try:    # the BLAKE2 that hashlib re-exports; importing hashlib would also load OpenSSL (~2.5 ms)
     from _blake2 import blake2b as _blake2b
@@ -94,11 +98,10 @@ def _get_engine():
 
 
 # ---------------------------------------------------------------------------------------------
-# on-disk object cache
+# on-disk object cache (the trust model, file handling and authentication: diskcache.py)
 
-stats = {"compiled": 0, "loaded": 0, "corrupt": 0, "lib_compiled": 0, "lib_loaded": 0}
-_cache_paths: dict[str, str] = {}      # module name -> cache file, for modules being added
-_MAGIC = b"TJOBJ2\n"        # then a 32-byte checksum (new_hash) of the object
+_pending: dict[str, tuple] = {}   # module name -> (path, key, symbols, cached object or None)
+_DEFINED = re.compile(r'^define [^@]*@"?([^"(\s]+)"?\(|^@"?([^"\s]+)"? = (?!external )', re.M)
 
 
 def cache_key(llvm_ir_text: str, opt: int = 1) -> str:
@@ -112,49 +115,36 @@ def cache_key(llvm_ir_text: str, opt: int = 1) -> str:
     return h.hexdigest()[:32]
 
 
+def defined_symbols(llvm_ir_text: str) -> list:
+    """Names of the functions and globals an LLVM module defines, read from its text (an entry
+    is bound to them). From the text: walking the module costs ctypes calls per function."""
+    return sorted({a or b for a, b in _DEFINED.findall(llvm_ir_text)})
+
+
 def _cache_getbuffer(module):
-    path = _cache_paths.get(module.name)
-    obj = _read_entry(path) if path is not None else None
-    if obj is not None:
-        stats["loaded"] += 1
-    return obj
+    pending = _pending.get(module.name)
+    return pending[3] if pending is not None else None
 
 
 def _cache_notify(module, obj: bytes):
-    path = _cache_paths.get(module.name)
-    if path is not None:
-        _write_entry(path, obj)
+    pending = _pending.get(module.name)
+    if pending is not None and pending[3] is None:
+        _write_entry(pending[0], obj, pending[1], pending[2])
 
 
-def _read_entry(path):
-    """Object bytes of a cache file, or None (a corrupt file is counted and deleted)."""
-    if not os.path.exists(path):
-        return None
-    try:
-        with open(path, "rb") as f:
-            blob = f.read()
-        digest, obj = blob[len(_MAGIC):len(_MAGIC) + 32], blob[len(_MAGIC) + 32:]
-        if not blob.startswith(_MAGIC) or new_hash(obj).digest() != digest:
-            raise ValueError("bad checksum")
-        return obj
-    except (OSError, ValueError):
-        stats["corrupt"] += 1
-        try:
-            os.remove(path)
-        except OSError:
-            pass
-        return None
+def _read_entry(path, key=None, symbols=None):
+    """The authenticated object bytes of the cache entry at ``path`` for ``key`` (default: the
+    file name's stem) and ``symbols``, or None; a refused entry is counted and removed."""
+    if key is None:
+        key = os.path.splitext(os.path.basename(path))[0]
+    return diskcache.read_entry(path, key, symbols)
 
 
-def _write_entry(path, obj: bytes) -> None:
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(_MAGIC + new_hash(obj).digest() + obj)
-        os.replace(tmp, path)
-    except OSError:
-        pass            # the cache is an optimisation; a read-only directory just disables it
+def _write_entry(path, obj: bytes, key=None, symbols=None) -> None:
+    """Store ``obj`` at ``path``, authenticated and bound to ``key`` and ``symbols``."""
+    if key is None:
+        key = os.path.splitext(os.path.basename(path))[0]
+    diskcache.write_entry(path, key, symbols, obj)
 
 
 _source_hashes: dict = {}
@@ -191,29 +181,33 @@ def compile_library(name: str, build, source: str, opt: int = 1) -> bool:
         h.update(part.encode())
         h.update(b"\0")
     directory = config.library_cache_dir
-    path = os.path.join(directory, f"{name}-{h.hexdigest()[:24]}.o") if directory else None
+    key = f"{name}-{h.hexdigest()[:24]}"
+    path = os.path.join(directory, key + ".o") if directory else None
     with _lock:
         def emit():
-            mod = parse(str(build()))
+            text = str(build())
+            mod = parse(text)
             mod.triple = triple()
             mod.data_layout = data_layout()
             optimize(mod, opt)
-            return _object_tm().emit_object(mod)
+            return _object_tm().emit_object(mod), defined_symbols(text)
 
-        return _add_object(_get_engine(), path, emit, "lib_")
+        # the symbols of library code are known only after build(): an entry is bound to its
+        # key (name, source hash, host, versions), and records its symbols
+        return _add_object(_get_engine(), path, key, None, emit, "lib_")
 
 
-def _add_object(engine, path, emit, counter=""):
-    """Add object code to the engine: the cached entry at ``path`` if it is valid, else
-    ``emit()`` (written to ``path``). Counts ``{counter}loaded`` / ``{counter}compiled``;
-    returns whether it was loaded from the cache."""
-    obj = _read_entry(path) if path else None
+def _add_object(engine, path, key, symbols, emit, counter=""):
+    """Add object code to the engine: the authenticated entry at ``path`` for ``key`` and
+    ``symbols`` if there is one, else ``emit()`` -> (object, symbols), written to ``path``.
+    Counts ``{counter}loaded`` / ``{counter}compiled``; returns whether it was loaded."""
+    obj = _read_entry(path, key, symbols) if path else None
     loaded = obj is not None
     if not loaded:
-        obj = emit()
+        obj, symbols = emit()
         if path:
-            _write_entry(path, obj)
-    stats[counter + ("loaded" if loaded else "compiled")] += 1
+            _write_entry(path, obj, key, symbols)
+    diskcache.count(counter + ("loaded" if loaded else "compiled"))
     engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
     return loaded
@@ -286,14 +280,17 @@ def compile_ir(llvm_ir, opt: int = 1, cacheable: bool = False):
         mod = parse(text)
         mod.triple = triple()
         mod.data_layout = data_layout()
-        cached = False
+        cached = None
         if cacheable and config.cache_dir and opt > 0:
+            # MCJIT asks _cache_getbuffer for the object while adding the module: it gets the
+            # entry read and authenticated here, so a refused one is recompiled optimised
             key = cache_key(text, opt)
             mod.name = key
             path = os.path.join(config.cache_dir, key + ".o")
-            _cache_paths[key] = path
-            cached = os.path.exists(path)
-        if not cached:
+            symbols = defined_symbols(text)
+            cached = _read_entry(path, key, symbols)
+            _pending[key] = (path, key, symbols, cached)
+        if cached is None:
             optimize(mod, opt)           # a cached object skips the pipeline and codegen
         for fn in mod.functions:
             if fn.is_declaration and not fn.name.startswith("llvm."):
@@ -304,23 +301,25 @@ def compile_ir(llvm_ir, opt: int = 1, cacheable: bool = False):
                 raise RuntimeError(f"tracejit: unresolved external global {gv.name!r}")
         if opt <= 0:
             return _add_fast(engine, mod, text, cacheable)
-        loaded_before = stats["loaded"]
-        engine.add_module(mod)
-        engine.finalize_object()
-        if stats["loaded"] == loaded_before:
-            stats["compiled"] += 1
+        try:
+            engine.add_module(mod)
+            engine.finalize_object()
+        finally:
+            _pending.pop(mod.name, None)
+        diskcache.count("compiled" if cached is None else "loaded")
         engine.run_static_constructors()
-        _cache_paths.pop(mod.name, None)
         return mod
 
 
 def _add_fast(engine, mod, text, cacheable):
     """opt 0, the fast tier: no pipeline, FastISel codegen (``emit_object`` with an opt-0
     TargetMachine) and ``add_object_file``; the object is cached like any other."""
-    path = None
+    path = key = symbols = None
     if cacheable and config.cache_dir:
-        path = os.path.join(config.cache_dir, cache_key(text, 0) + ".o")
-    _add_object(engine, path, lambda: _fast_tm().emit_object(mod))
+        key = cache_key(text, 0)
+        path = os.path.join(config.cache_dir, key + ".o")
+        symbols = defined_symbols(text)
+    _add_object(engine, path, key, symbols, lambda: (_fast_tm().emit_object(mod), symbols))
     return mod
 
 
@@ -341,10 +340,12 @@ def compile_private(llvm_ir, opt: int = 1, cacheable: bool = False) -> None:
     if tms is None:
         tms = _private.tms = (_target_machine(), _target_machine())
     _get_engine()                       # symbol lookup needs an engine
-    path = None
+    path = key = symbols = None
     if cacheable and config.cache_dir:
-        path = os.path.join(config.cache_dir, cache_key(text, opt) + ".o")
-    obj = _read_entry(path) if path else None
+        key = cache_key(text, opt)
+        path = os.path.join(config.cache_dir, key + ".o")
+        symbols = defined_symbols(text)
+    obj = _read_entry(path, key, symbols) if path else None
     loaded = obj is not None
     if not loaded:
         context, mod = llvm.create_context(), None
@@ -367,9 +368,9 @@ def compile_private(llvm_ir, opt: int = 1, cacheable: bool = False) -> None:
                 mod.close()             # before its context
             context.close()
         if path:
-            _write_entry(path, obj)
+            _write_entry(path, obj, key, symbols)
     with _lock:
-        stats["loaded" if loaded else "compiled"] += 1
+        diskcache.count("loaded" if loaded else "compiled")
         engine = _get_engine()
         engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         engine.finalize_object()

@@ -1,0 +1,311 @@
+"""Reliability (issue #11): the on-disk cache trusts only what this user wrote (planted, copied,
+corrupted and hostile files are refused and recompiled), fork while compiling, threads sharing a
+signature cache, memory on eviction, config validation.
+
+Out-of-process cases run in a subprocess; a test that could hang has a timeout.
+"""
+import json
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import tracejit as tj
+from tracejit.backend import diskcache, jit
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+OTHER_UID = 12345
+
+
+def _python(code, env=None, timeout=120):
+    """Run ``code`` in a fresh interpreter; the last stdout line is JSON."""
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                         text=True, env={**os.environ, **(env or {})}, cwd=ROOT,
+                         timeout=timeout)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. cache trust model
+
+USER = """
+import json, sys
+import numpy as np
+import tracejit as tj
+from tracejit.backend import jit
+tj.config.cache_dir = {cache_dir!r}
+base = dict(jit.stats)
+x = np.arange(5.0)
+f = tj.jit(lambda x: x * 2.0 + 1.0)
+g = tj.jit(lambda x: np.sin(x) * 3.0 - x)
+exe_f, exe_g = f.lower(x).executable, g.lower(x).executable
+out = {{"f": f(x).tolist(), "g": g(x).tolist(), "f_name": exe_f.kernel_name[:-7],
+       "g_name": exe_g.kernel_name[:-7], "f_ir": exe_f.llvm_ir, "g_ir": exe_g.llvm_ir,
+       "opt": exe_f.opt}}
+out.update({{k: jit.stats[k] - base[k] for k in ("compiled", "loaded", "corrupt", "rejected")}})
+print(json.dumps(out))
+"""
+X = np.arange(5.0)
+F_RIGHT = (X * 2.0 + 1.0).tolist()
+G_RIGHT = (np.sin(X) * 3.0 - X).tolist()
+
+
+def _user(cache_dir):
+    return _python(USER.format(cache_dir=str(cache_dir)))
+
+
+def _entry_of(cache_dir, name_ir):
+    """File name of the entry of a module whose IR text is ``name_ir``."""
+    return os.path.join(cache_dir, jit.cache_key(name_ir, 0) + ".o")
+
+
+def _malicious_object(first, victim_name):
+    """Object code that defines the victim's symbols (f = x*2+1) with the code of x*100+1: what
+    an attacker who can write to the cache directory would plant."""
+    evil = tj.jit(lambda x: x * 100.0 + 1.0).lower(X).executable
+    text = evil.llvm_ir.replace(evil.kernel_name[:-7], victim_name)
+    mod = jit.parse(text)
+    mod.triple, mod.data_layout = jit.triple(), jit.data_layout()
+    return jit._fast_tm().emit_object(mod), evil
+
+
+def test_planted_entry_with_a_valid_checksum_is_not_run(tmp_path):
+    first = _user(tmp_path)
+    assert first["f"] == F_RIGHT and first["opt"] == 0 and first["compiled"] >= 2
+    path = _entry_of(tmp_path, first["f_ir"])
+    assert os.path.exists(path)
+    obj, _ = _malicious_object(first, first["f_name"])
+    # the old format: magic + a plain hash anyone can recompute + object
+    with open(path, "wb") as fh:
+        fh.write(b"TJOBJ2\n" + jit.new_hash(obj).digest() + obj)
+    second = _user(tmp_path)
+    assert second["f"] == F_RIGHT and second["corrupt"] == 1 and second["loaded"] == 1
+    # the current format with every field right except the secret (a key the attacker chose)
+    header = diskcache._header(os.path.basename(path)[:-2], jit.defined_symbols(first["f_ir"]))
+    mac = diskcache._mac(b"k" * 32, header, obj)
+    with open(path, "wb") as fh:
+        fh.write(diskcache.MAGIC + mac + diskcache._HEADER.pack(len(header)) + header + obj)
+    third = _user(tmp_path)
+    assert third["f"] == F_RIGHT and third["corrupt"] == 1 and third["loaded"] == 1
+    fourth = _user(tmp_path)              # the refused entry was replaced by a valid one
+    assert fourth["f"] == F_RIGHT and fourth["loaded"] == 2 and fourth["corrupt"] == 0
+
+
+def test_entry_copied_to_another_functions_name_is_refused(tmp_path):
+    first = _user(tmp_path)
+    f_path, g_path = _entry_of(tmp_path, first["f_ir"]), _entry_of(tmp_path, first["g_ir"])
+    with open(f_path, "rb") as src, open(g_path, "wb") as dst:
+        dst.write(src.read())           # a valid, authenticated entry, at the wrong name
+    for _ in range(2):                  # before the fix: RuntimeError in every later process
+        second = _user(tmp_path)
+        assert second["f"] == F_RIGHT and second["g"] == G_RIGHT
+    assert second["loaded"] == 2 and second["corrupt"] == 0
+
+
+@pytest.fixture
+def cache(tmp_path):
+    """A trusted cache directory with one valid entry ``k1.o`` (key 'k1', symbols a and b)."""
+    d = tmp_path / "cache"
+    diskcache.write_entry(str(d / "k1.o"), "k1", ["b", "a"], b"object code" * 100)
+    assert diskcache.read_entry(str(d / "k1.o"), "k1", ["a", "b"]) == b"object code" * 100
+    return d
+
+
+def _mode(path):
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def test_files_and_directories_are_private(cache):
+    assert _mode(cache) == 0o700
+    assert _mode(cache / "k1.o") == 0o600 and _mode(cache / ".key") == 0o600
+    assert len((cache / ".key").read_bytes()) == 32
+    assert sorted(os.listdir(cache)) == [".key", "k1.o"]
+
+
+def _counts():
+    return dict(diskcache.stats)
+
+
+def _delta(before, name):
+    return diskcache.stats[name] - before[name]
+
+
+@pytest.mark.parametrize("key, symbols", [("k2", ["a", "b"]), ("k1", ["a"]),
+                                          ("k1", ["a", "b", "c"]), ("k1", ["a", "x"])])
+def test_entry_bound_to_its_key_and_symbols(cache, key, symbols):
+    before = _counts()
+    assert diskcache.read_entry(str(cache / "k1.o"), key, symbols) is None
+    assert _delta(before, "corrupt") == 1 and not (cache / "k1.o").exists()
+
+
+def test_any_flipped_byte_is_refused(cache):
+    blob = (cache / "k1.o").read_bytes()
+    for pos in range(0, len(blob), 37):
+        bad = bytearray(blob)
+        bad[pos] ^= 0x40
+        (cache / "k1.o").write_bytes(bytes(bad))
+        os.chmod(cache / "k1.o", 0o600)
+        assert diskcache.read_entry(str(cache / "k1.o"), "k1", ["a", "b"]) is None, pos
+    (cache / "k1.o").write_bytes(blob[:-1])
+    assert diskcache.read_entry(str(cache / "k1.o"), "k1", ["a", "b"]) is None
+
+
+def test_entry_writable_by_others_is_refused(cache):
+    os.chmod(cache / "k1.o", 0o666)
+    before = _counts()
+    assert diskcache.read_entry(str(cache / "k1.o"), "k1", ["a", "b"]) is None
+    assert _delta(before, "rejected") == 1 and not (cache / "k1.o").exists()
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="chown to another user needs root")
+def test_entry_of_another_user_is_refused(cache):
+    os.chown(cache / "k1.o", OTHER_UID, OTHER_UID)
+    before = _counts()
+    assert diskcache.read_entry(str(cache / "k1.o"), "k1", ["a", "b"]) is None
+    assert _delta(before, "rejected") == 1 and not (cache / "k1.o").exists()
+
+
+@pytest.mark.parametrize("how", ["mode", "owner"])
+def test_untrusted_directory_is_not_used(tmp_path, how, caplog):
+    d = tmp_path / f"shared-{how}"
+    diskcache.write_entry(str(d / "k1.o"), "k1", [], b"obj")
+    if how == "mode":
+        os.chmod(d, 0o777)
+    elif IS_ROOT:
+        os.chown(d, OTHER_UID, OTHER_UID)
+    else:
+        pytest.skip("chown to another user needs root")
+    assert diskcache.read_entry(str(d / "k1.o"), "k1", []) is None
+    diskcache.write_entry(str(d / "k2.o"), "k2", [], b"obj")
+    assert sorted(os.listdir(d)) == [".key", "k1.o"]     # nothing read, written or removed
+    assert "not using cache directory" in caplog.text
+
+
+@pytest.mark.parametrize("how", ["mode", "owner", "size", "symlink"])
+def test_untrusted_key_file_is_replaced(cache, tmp_path, how):
+    key = cache / ".key"
+    if how == "mode":
+        os.chmod(key, 0o644)
+    elif how == "owner":
+        if not IS_ROOT:
+            pytest.skip("chown to another user needs root")
+        os.chown(key, OTHER_UID, OTHER_UID)
+    elif how == "size":
+        key.write_bytes(b"short")
+    else:
+        (tmp_path / "planted").write_bytes(b"K" * 32)
+        os.chmod(tmp_path / "planted", 0o600)
+        key.unlink()
+        key.symlink_to(tmp_path / "planted")
+    before = _counts()
+    # the entry was made with the old key: whatever it was, it is not trusted any more
+    assert diskcache.read_entry(str(cache / "k1.o"), "k1", ["a", "b"]) is None
+    assert _delta(before, "rejected") == 1
+    assert not key.is_symlink() and _mode(key) == 0o600 and len(key.read_bytes()) == 32
+    assert key.read_bytes() != b"K" * 32
+    diskcache.write_entry(str(cache / "k1.o"), "k1", ["a", "b"], b"new")
+    assert diskcache.read_entry(str(cache / "k1.o"), "k1", ["a", "b"]) == b"new"
+
+
+def test_concurrent_key_creation_agrees(tmp_path):
+    """Processes racing to create the key of a new directory all end up with the same key."""
+    d = tmp_path / "race"
+    code = f"""
+    import json, os
+    from tracejit.backend import diskcache
+    name = "k%d.o" % os.getpid()
+    diskcache.write_entry(os.path.join({str(d)!r}, name), name[:-2], [], b"x")
+    print(json.dumps(name))
+    """
+    procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT,
+                              stdout=subprocess.PIPE, text=True) for _ in range(6)]
+    names = [json.loads(p.communicate(timeout=60)[0]) for p in procs]
+    for name in names:
+        assert diskcache.read_entry(str(d / name), name[:-2], []) == b"x"
+    assert [n for n in os.listdir(d) if n.endswith(".tmp")] == []
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. hostile files at an entry's path
+
+def _read_with_timeout(path, timeout=10.0):
+    box = []
+    t = threading.Thread(target=lambda: box.append(diskcache.read_entry(str(path), "k1", [])),
+                         daemon=True)
+    t.start()
+    t.join(timeout)
+    assert not t.is_alive(), "the loader blocked"
+    return box[0]
+
+
+def test_fifo_at_entry_path_does_not_block(cache):
+    (cache / "k1.o").unlink()
+    os.mkfifo(cache / "k1.o", 0o600)
+    before = _counts()
+    assert _read_with_timeout(cache / "k1.o") is None
+    assert _delta(before, "rejected") == 1 and not (cache / "k1.o").exists()
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "valid-entry"])
+def test_symlink_at_entry_path_is_not_followed(cache, tmp_path, target):
+    if target == "valid-entry":         # even to an entry that would authenticate
+        os.replace(cache / "k1.o", tmp_path / "elsewhere.o")
+        target = tmp_path / "elsewhere.o"
+    else:
+        (cache / "k1.o").unlink()
+    os.symlink(target, cache / "k1.o")
+    before = _counts()
+    t0 = time.perf_counter()
+    assert _read_with_timeout(cache / "k1.o") is None
+    assert time.perf_counter() - t0 < 5
+    assert _delta(before, "rejected") == 1 and not os.path.lexists(cache / "k1.o")
+
+
+def test_oversized_entry_is_not_read(cache):
+    with open(cache / "k1.o", "r+b") as fh:
+        fh.truncate(diskcache.MAX_ENTRY_BYTES + 1)      # sparse: nothing is written
+    before = _counts()
+    t0 = time.perf_counter()
+    assert _read_with_timeout(cache / "k1.o") is None
+    assert time.perf_counter() - t0 < 2
+    assert _delta(before, "rejected") == 1
+
+
+def test_directory_at_entry_path_leaves_no_temporary_files(cache):
+    (cache / "k1.o").unlink()
+    (cache / "k1.o").mkdir()
+    (cache / "k1.o" / "inside").write_bytes(b"")       # not empty: cannot be removed
+    for _ in range(3):
+        assert _read_with_timeout(cache / "k1.o") is None
+        diskcache.write_entry(str(cache / "k1.o"), "k1", [], b"obj")
+    assert sorted(os.listdir(cache)) == [".key", "k1.o"]
+    (cache / "k1.o" / "inside").unlink()
+    assert _read_with_timeout(cache / "k1.o") is None  # an empty one is removed
+    diskcache.write_entry(str(cache / "k1.o"), "k1", [], b"obj")
+    assert diskcache.read_entry(str(cache / "k1.o"), "k1", []) == b"obj"
+
+
+def test_traced_functions_survive_hostile_cache_files(tmp_path):
+    """End to end: a FIFO and a link to /dev/zero at the entry paths of two traced functions
+    (planted before the process that compiles them starts); it runs right, within the timeout,
+    and replaces them with valid entries."""
+    f_ir = tj.jit(lambda x: x * 2.0 + 1.0).lower(X).executable.llvm_ir
+    g_ir = tj.jit(lambda x: np.sin(x) * 3.0 - x).lower(X).executable.llvm_ir
+    d = tmp_path / "user"
+    d.mkdir(mode=0o700)
+    os.mkfifo(_entry_of(d, f_ir), 0o600)
+    os.symlink("/dev/zero", _entry_of(d, g_ir))
+    out = _python(USER.format(cache_dir=str(d)), timeout=60)
+    assert out["f"] == F_RIGHT and out["g"] == G_RIGHT and out["rejected"] == 2
+    assert out["f_ir"] == f_ir and out["g_ir"] == g_ir
+    for ir_text in (f_ir, g_ir):
+        assert stat.S_ISREG(os.lstat(_entry_of(d, ir_text)).st_mode)
+    assert _user(d)["loaded"] == 2
