@@ -309,3 +309,61 @@ def test_traced_functions_survive_hostile_cache_files(tmp_path):
     for ir_text in (f_ir, g_ir):
         assert stat.S_ISREG(os.lstat(_entry_of(d, ir_text)).st_mode)
     assert _user(d)["loaded"] == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. config validation
+
+@pytest.mark.parametrize("name, bad, error", [
+    ("max_while_iterations", -3, ValueError), ("max_while_iterations", "abc", TypeError),
+    ("max_while_iterations", 1.5, TypeError), ("max_while_iterations", True, TypeError),
+    ("cache_size", 0, ValueError), ("cache_size", -1, ValueError), ("cache_size", "8", TypeError),
+    ("cache_size", 2.0, TypeError), ("num_threads", 0, ValueError),
+    ("num_threads", "4", TypeError), ("num_threads", None, TypeError),
+    ("backend", "gpu", ValueError), ("backend", None, ValueError),
+    ("cache_dir", 3, TypeError), ("library_cache_dir", b"x", TypeError),
+])
+def test_bad_config_value_raises_and_keeps_the_old_one(name, bad, error):
+    old = getattr(tj.config, name)
+    with pytest.raises(error, match=f"config.{name}"):
+        setattr(tj.config, name, bad)
+    assert getattr(tj.config, name) == old
+
+
+def test_while_limit_stays_consistent_with_native_code():
+    from tracejit.backend import control
+
+    def body(c):
+        return c + 1
+
+    f = tj.jit(lambda n: tj.while_loop(lambda c: c < n, body, 0))
+    saved = tj.config.max_while_iterations
+    try:
+        tj.config.max_while_iterations = 50
+        with pytest.raises(ValueError):
+            tj.config.max_while_iterations = -3
+        assert control._limit_cell.value == 50 and tj.config.max_while_iterations == 50
+        with pytest.raises(RuntimeError, match="max_while_iterations = 50"):
+            f(1000)
+        tj.config.max_while_iterations = 0               # 0 means no cap, as in the env var
+        assert tj.config.max_while_iterations is None and f(1000) == 1000
+        tj.config.max_while_iterations = np.int64(2000)
+        assert type(tj.config.max_while_iterations) is int and f(1000) == 1000
+    finally:
+        tj.config.max_while_iterations = saved
+
+
+def test_bad_environment_value_warns_and_uses_the_default():
+    out = _python("""
+    import json, warnings
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        import tracejit as tj
+    c = tj.config
+    print(json.dumps([c.cache_size, c.max_while_iterations, c.backend, c.num_threads >= 1,
+                      sorted(str(x.message).split("=")[0] for x in w)]))
+    """, env={"TRACEJIT_CACHE_SIZE": "abc", "TRACEJIT_MAX_WHILE_ITERATIONS": "-3",
+              "TRACEJIT_BACKEND": "gpu", "TRACEJIT_NUM_THREADS": "1.5"})
+    assert out[:4] == [64, None, "llvm", True]
+    assert out[4] == [f"tracejit: ignoring TRACEJIT_{name}" for name in (
+        "BACKEND", "CACHE_SIZE", "MAX_WHILE_ITERATIONS", "NUM_THREADS")]

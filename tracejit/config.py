@@ -37,11 +37,17 @@ Attributes (all plain, settable at run time):
   bodies inlined and the O1 pipeline, and later calls switch to that kernel. Results are bit
   for bit the same in both tiers. Assigning False stops further tier-ups (kernels already
   switched stay switched); it is read when a signature is compiled and when it turns hot.
+
+Settings that can take a bad value are validated on assignment (``_VALIDATORS``): a bad value
+raises TypeError or ValueError and leaves the old value (and the native mirrors) unchanged; a
+bad environment variable is reported with a warning and the default is used instead.
 """
 from __future__ import annotations
 
+import operator
 import os
 import sys
+import warnings
 
 
 def _flag(name, default=False):
@@ -66,20 +72,73 @@ def _library_cache_dir(env):
     return os.path.join(base, "tracejit")
 
 
+def _int(name, value, low, high=2 ** 63 - 1):
+    if isinstance(value, (bool, float)):
+        raise TypeError(f"config.{name} must be an integer, got {value!r}")
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise TypeError(f"config.{name} must be an integer, got {type(value).__name__} "
+                        f"{value!r:.60}") from None
+    if n < low:
+        raise ValueError(f"config.{name} must be at least {low}, got {n}")
+    if n > high:
+        raise ValueError(f"config.{name} must be at most {high}, got {n}")
+    return n
+
+
+def _backend(value):
+    if value not in ("llvm", "interpret"):
+        raise ValueError(f"config.backend must be 'llvm' or 'interpret', got {value!r:.60}")
+    return value
+
+
+def _while_limit(value):
+    # None or 0: no cap (what TRACEJIT_MAX_WHILE_ITERATIONS=0 means too)
+    if value is None:
+        return None
+    n = _int("max_while_iterations", value, 0)
+    return n or None
+
+
+def _optional_dir(name):
+    def check(value):
+        if value is None:
+            return None
+        if not isinstance(value, (str, os.PathLike)):
+            raise TypeError(f"config.{name} must be a path or None, got {value!r:.60}")
+        return os.fspath(value) or None
+    return check
+
+
+# name -> function(value) returning the value to store, or raising TypeError / ValueError
+_VALIDATORS = {
+    "backend": _backend,
+    "cache_size": lambda v: _int("cache_size", v, 1),
+    "num_threads": lambda v: _int("num_threads", v, 1),
+    "max_while_iterations": _while_limit,
+    "cache_dir": _optional_dir("cache_dir"),
+    "library_cache_dir": _optional_dir("library_cache_dir"),
+}
+
+
 class Config:
     def __init__(self):
         env = os.environ
-        self.backend = env.get("TRACEJIT_BACKEND", "llvm")
+        self._from_env("backend", env.get("TRACEJIT_BACKEND"), "llvm")
         self.log_retraces = _flag("TRACEJIT_LOG_RETRACES")
         self.debug_nans = _flag("TRACEJIT_DEBUG_NANS")
         self.strong_zero_where = _flag("TRACEJIT_STRONG_ZERO_WHERE", True)
-        self.cache_size = int(env.get("TRACEJIT_CACHE_SIZE", "64"))
+        self._from_env("cache_size", env.get("TRACEJIT_CACHE_SIZE"), 64, int)
         self.cache_dir = env.get("TRACEJIT_CACHE_DIR") or None
         self.library_cache_dir = _library_cache_dir(env)
-        self.num_threads = int(env.get("TRACEJIT_NUM_THREADS", "0")) or _usable_cores()
+        threads = env.get("TRACEJIT_NUM_THREADS")
+        self._from_env("num_threads", None if threads in (None, "", "0") else threads,
+                       _usable_cores(), int)
         self.check_ir = _flag("TRACEJIT_CHECK_IR", "pytest" in sys.modules)
         self.print_after = tuple(p for p in env.get("TRACEJIT_PRINT_AFTER", "").split(",") if p)
-        self.max_while_iterations = int(env.get("TRACEJIT_MAX_WHILE_ITERATIONS", "0")) or None
+        self._from_env("max_while_iterations", env.get("TRACEJIT_MAX_WHILE_ITERATIONS"), None,
+                       int)
         self.reuse_outputs = _flag("TRACEJIT_REUSE_OUTPUTS", True)
         self.hot_tier = _flag("TRACEJIT_HOT_TIER", True)
         self.bug_report_dir = env.get("TRACEJIT_BUG_REPORT_DIR") or None
@@ -88,7 +147,22 @@ class Config:
     # native fast-path entries of every traced function (they were built for the old value).
     _AFFECTS_CODE = ("backend", "strong_zero_where", "debug_nans")
 
+    def _from_env(self, name, raw, default, parse=str):
+        """Set ``name`` from an environment variable's text (None: unset), or to ``default``
+        with a warning when the text is not a valid value."""
+        if raw is not None:
+            try:
+                setattr(self, name, parse(raw.strip()))
+                return
+            except (TypeError, ValueError) as e:
+                warnings.warn(f"tracejit: ignoring TRACEJIT_{name.upper()}={raw!r} ({e}); "
+                              f"using {default!r}", RuntimeWarning, stacklevel=3)
+        setattr(self, name, default)
+
     def __setattr__(self, name, value):
+        check = _VALIDATORS.get(name)
+        if check is not None:
+            value = check(value)     # raises before anything changes
         changed = name in self._AFFECTS_CODE and getattr(self, name, value) != value
         object.__setattr__(self, name, value)
         if changed:
