@@ -367,3 +367,104 @@ def test_bad_environment_value_warns_and_uses_the_default():
     assert out[:4] == [64, None, "llvm", True]
     assert out[4] == [f"tracejit: ignoring TRACEJIT_{name}" for name in (
         "BACKEND", "CACHE_SIZE", "MAX_WHILE_ITERATIONS", "NUM_THREADS")]
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. threads sharing a signature cache
+
+@pytest.fixture
+def busy_switching():
+    """Switch threads as often as CPython can (every eval-breaker check)."""
+    saved_interval, saved_size = sys.getswitchinterval(), tj.config.cache_size
+    sys.setswitchinterval(1e-6)
+    yield
+    sys.setswitchinterval(saved_interval)
+    tj.config.cache_size = saved_size
+
+
+def _hammer(n_threads, work):
+    errors = []
+
+    def run(seed):
+        try:
+            work(seed)
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not any(t.is_alive() for t in threads), "a thread hung"
+    assert errors == []
+
+
+@pytest.mark.parametrize("backend", ["interpret", "llvm"])
+def test_threads_evicting_each_others_entries(busy_switching, backend):
+    """8 threads, a cache of 2 and 5 shapes: constant eviction. Positional calls (native
+    entries once specialised), keyword calls (always the Python path) and ``lower``; the cache
+    is never over its bound, every result is right."""
+    tj.config.cache_size = 2
+    f = tj.jit(lambda x, y=1.0: x * 2.0 + y, backend=backend)
+    over = []
+    calls = 300 if backend == "interpret" else 60
+
+    def work(seed):
+        rng = np.random.default_rng(seed)
+        for i in range(calls):
+            x = np.arange(float(rng.integers(1, 6)))
+            kind = i % 3
+            if kind == 0:
+                r = f(x)
+            elif kind == 1:
+                r = f(x, y=1.0)
+            else:
+                r = f.lower(x)([x])
+            np.testing.assert_array_equal(r, x * 2.0 + 1.0)
+            if len(f._cache) > 2 or f.cache_info().currsize > 2:
+                over.append(len(f._cache))
+
+    _hammer(8, work)
+    assert over == []
+    info = f.cache_info()
+    assert info.currsize <= 2 and info.misses == info.traces
+
+
+def test_threads_asking_for_one_new_signature_compile_it_once(busy_switching):
+    for attempt in range(5):
+        f = tj.jit(lambda x: np.tanh(x) * 3.0 - x)
+        start = threading.Barrier(8)
+        x = np.linspace(0.0, 1.0, 17 + attempt)
+
+        def work(seed):
+            start.wait()
+            np.testing.assert_allclose(f(x), np.tanh(x) * 3.0 - x)
+
+        _hammer(8, work)
+        info = f.cache_info()
+        assert info.traces == 1 and info.misses == 1, info
+
+
+def test_a_failing_compile_does_not_strand_waiting_threads(busy_switching):
+    calls = []
+
+    def g(x):
+        calls.append(1)
+        time.sleep(0.01)
+        raise ValueError("user error while tracing")
+
+    f = tj.jit(g)
+    start = threading.Barrier(6)
+    failures = []
+
+    def work(seed):
+        start.wait()
+        try:
+            f(np.arange(3.0))
+        except ValueError:
+            failures.append(seed)
+
+    _hammer(6, work)
+    assert sorted(failures) == list(range(6)) and f.cache_info().currsize == 0
+    assert f._pending == {}
