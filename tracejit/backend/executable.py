@@ -458,7 +458,7 @@ class Executable:
         for j, a in enumerate(self.graph.outvars):
             base = self.plan.py_outputs.get(j)       # the plan decided: a fallback's array
             if base is not None:
-                r = arrays[base].reshape(a.ty.shape)
+                r = arrays[base] if a.ty.dynamic else arrays[base].reshape(a.ty.shape)
                 result.append(r.copy() if id(arrays[base]) in returned else r)
                 returned.add(id(arrays[base]))
             else:

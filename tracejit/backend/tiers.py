@@ -16,7 +16,9 @@ Invariants:
   native entries (``pyabi.emit_entry``) and ``Executable.__call__`` count down the same cell and
   call the kernel through it, so switching is one pointer store;
 - results are bit-identical between tiers: neither uses fast-math flags, fma is explicit, and
-  the loop structure (vector width, unrolling, fixed reduction chunks) is the same;
+  the loop structure (vector width, unrolling, fixed reduction chunks) is the same; the one
+  exception is the sign and payload of a NaN, which LLVM does not preserve through folding
+  (LangRef: "Floating-point environment"), so NaN positions agree but their bits may not;
 - the compile runs on one daemon thread, one at a time (``hot_lock``); it takes the engine
   lock only to add the object (``jit.compile_private``), so first calls of other signatures
   compile meanwhile; at exit queued compiles are skipped and a running one is waited for;
