@@ -31,7 +31,7 @@ BIG_ELEMS = 400_000        # big programs cross the threading threshold
 class Arg:
     """One argument: an array (``layout`` says how the view is made) or a Python scalar."""
     name: str
-    kind: str                  # "array" | "float" | "int"
+    kind: str                  # "array" | "float" | "int" | "complex" | "bool" (Python scalars)
     dtype: str
     shape: tuple
     layout: str = "c"          # c | T (transposed) | step (x[::2]) | neg (x[::-1]) | F (Fortran)
@@ -91,6 +91,10 @@ def make_arg(arg: Arg, seed: int, call: int = 0):
         return float(np.round(rng.normal() * 1.5, 3))
     if arg.kind == "int":
         return int(rng.integers(-4, 6))
+    if arg.kind == "complex":
+        return complex(np.round(rng.normal(), 2), np.round(rng.normal(), 2))
+    if arg.kind == "bool":
+        return bool(rng.random() < 0.5)
     shape = tuple(arg.shape)
     base = {"T": shape[::-1], "step": ((2 * shape[0],) + shape[1:]) if shape else shape}.get(
         arg.layout, shape)
@@ -122,7 +126,8 @@ def make_inputs(prog: Program, call: int = 0) -> list:
 # evaluation with NumPy (the validity check while generating, and the minimiser's)
 
 def np_namespace() -> dict:
-    return {"np": np, "tj": npshim, "_At": npshim.At}
+    from . import rules
+    return {"np": np, "tj": npshim, "_At": npshim.At, "fz": rules.NUMPY}
 
 
 def to_numpy_source(src: str) -> str:
@@ -194,6 +199,11 @@ class Gen:
                 continue
             if u < 0.18 and not self.big:
                 self.args.append(Arg(name, "int", "int64", ()))
+                continue
+            if u < 0.21 and not self.big:     # weak complex / bool Python scalars
+                kind = "complex" if u < 0.195 else "bool"
+                self.args.append(Arg(name, kind, {"complex": "complex128"}.get(kind, "bool"),
+                                     ()))
                 continue
             dtype = {"f64": "float64", "f32": "float32", "int": "int64",
                      "complex": "complex128"}.get(str(theme))
@@ -277,17 +287,18 @@ def pick_transforms(g: Gen, outputs) -> list:
     """Transform layers for the program: derivatives only when there is a float input and a
     float/complex output, hessian only for small inputs."""
     rng = g.rng
-    diff_args = [a for a in g.args if a.dtype in FLOATS]
+    diff_args = [a for a in g.args if a.dtype in FLOATS + ("complex64", "complex128")]
     float_out = any(g.val(o).dtype.kind in "fc" for o in outputs)
     if g.big:
         return ["grad"] if diff_args and float_out and rng.random() < 0.4 else []
-    choices = {"": .3, "vmap": .14}
+    choices = {"": .24, "vmap": .08, "vmap_axes": .07, "pytree": .04}
     if diff_args and float_out:
         n_diff = sum(int(np.prod(a.shape)) for a in diff_args)
-        choices.update({"grad": .16, "jvp": .1, "vjp": .1, "jacfwd": .05, "jacrev": .05,
-                        "grad,vmap": .04, "grad,jvp": .03})
+        choices.update({"grad": .12, "jvp": .07, "vjp": .07, "jacfwd": .04, "jacrev": .04,
+                        "grad,vmap": .04, "grad,jvp": .03, "linearize": .04,
+                        "value_and_grad": .04, "vmap,grad": .04, "pytree,grad": .04})
         if n_diff <= 24:
-            choices["hessian"] = .04
+            choices.update({"hessian": .03, "jacrev_grad": .02})
     keys = list(choices)
     p = np.array([choices[k] for k in keys])
     pick = keys[rng.choice(len(keys), p=p / p.sum())]

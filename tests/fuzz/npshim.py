@@ -1,4 +1,5 @@
-"""Plain-NumPy stand-ins for ``tj.cond/switch/while_loop/fori_loop/scan`` and ``x.at[...]``.
+"""Plain-NumPy stand-ins for ``tj.cond/switch/while_loop/fori_loop/scan/checkpoint`` and
+``x.at[...]``.
 
 Used only to *validate* generated programs (and to estimate numerical noise): the shim raises
 where tracejit would reject a program for a type reason (a carry changing shape or dtype,
@@ -73,7 +74,7 @@ def fori_loop(lower, upper, body_fun, init_val):
     return val
 
 
-def scan(f, init, xs=None, length=None, reverse=False):
+def scan(f, init, xs=None, length=None, reverse=False, checkpoint_every=None):
     carry = _strong(init)
     n = len(xs) if xs is not None else length
     order = range(n - 1, -1, -1) if reverse else range(n)
@@ -88,6 +89,11 @@ def scan(f, init, xs=None, length=None, reverse=False):
     for y in ys[1:]:
         _same_types(ys[0], y, "scan ys")
     return carry, np.stack(ys)
+
+
+def checkpoint(fun, policy=None):
+    """Rematerialisation changes no value: the identity on functions."""
+    return fun
 
 
 class At:

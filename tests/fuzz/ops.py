@@ -416,7 +416,8 @@ BIG_FAMILIES = [(unary, 20), (binary, 22), (where, 5), (reduce, 12), (index, 4),
 
 
 def candidate(g):
-    fams = BIG_FAMILIES if g.big else FAMILIES
+    from . import ops_more         # imports this module's helpers
+    fams = BIG_FAMILIES if g.big else FAMILIES + ops_more.FAMILIES
     w = np.array([f[1] for f in fams], float)
     fn = fams[g.rng.choice(len(fams), p=w / w.sum())][0]
     return fn(g)

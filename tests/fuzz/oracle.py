@@ -23,7 +23,7 @@ import tracejit as tj
 from tracejit import errors
 from tracejit.backend import threads
 
-from . import gen
+from . import gen, rules
 from .transforms import build_cases
 
 CLASSES = ["mismatch", "internal", "crash", "hang", "deriv-mismatch", "vmap-mismatch",
@@ -130,18 +130,22 @@ def _bad_elements(a, b, tol=None, mag=0.0):
 
 
 def _perturbed(inputs, seed):
-    """Inputs scaled by 1 + ~16 ulps (float leaves only; ints cannot be perturbed)."""
+    """Inputs scaled by 1 + ~16 ulps (float leaves only, in tuples/dicts too; ints cannot be
+    perturbed)."""
     rng = np.random.default_rng(seed)
-    out = []
-    for x in inputs:
-        if isinstance(x, float):
-            out.append(x * (1 + 3.6e-15 * rng.standard_normal()))
-        elif isinstance(x, np.ndarray) and x.dtype.kind in "fc":
+
+    def one(x):
+        if isinstance(x, (float, complex)) and not isinstance(x, bool):
+            return x * (1 + 3.6e-15 * rng.standard_normal())
+        if isinstance(x, np.ndarray) and x.dtype.kind in "fc":
             eps = 2e-6 if x.dtype in (np.float32, np.complex64) else 3.6e-15
-            out.append((x * (1 + eps * rng.standard_normal(x.shape))).astype(x.dtype))
-        else:
-            out.append(x)
-    return out
+            return (x * (1 + eps * rng.standard_normal(x.shape))).astype(x.dtype)
+        if isinstance(x, tuple):
+            return tuple(one(v) for v in x)
+        if isinstance(x, dict):
+            return {k: one(v) for k, v in x.items()}
+        return x
+    return [one(x) for x in inputs]
 
 
 def noise_of(fi, inputs, exp, seed=0):
@@ -167,9 +171,9 @@ def noise_of(fi, inputs, exp, seed=0):
 # ---------------------------------------------------------------------------------------------
 # one function under every check
 
-def _call(fun, args, label):
+def _call(fun, args, label, case=None):
     try:
-        return fun(*args)
+        return case.call(fun, args) if case is not None else fun(*args)
     except Finding:
         raise
     except Exception as e:               # noqa: BLE001 - every exception is a finding here
@@ -183,16 +187,16 @@ def check_case(case, prog, opts):
     inputs, inputs never mutated, held results never changed, threads and tiers bit-identical.
     Raises Finding; returns the llvm results of the first call."""
     label, fun, in1, in2 = case.label, case.fun, case.in1, case.in2
-    fi = tj.jit(fun, backend="interpret")
+    fi = tj.jit(fun, backend="interpret", **case.jit_kw)
     try:
-        exp1 = fi(*in1)
+        exp1 = case.call(fi, in1)
     except (errors.TracerError, NotImplementedError) as e:
         # a clear refusal ("... is not supported"); listed so the generator can avoid it
         raise Finding("unsupported", label, _first_line(e))
     except Exception as e:               # noqa: BLE001
         raise Finding("internal", f"{label}: interpreter", "".join(
             traceback.format_exception(e))[-1500:], "interpreter " + exc_signature(e)) from e
-    fl = tj.jit(fun, backend="llvm")
+    fl = tj.jit(fun, backend="llvm", **case.jit_kw)
     tol = 1e-4 if {"float32", "complex64"} & ({a.dtype for a in prog.args} |
                                               {s.dtype for s in prog.stmts}) else None
     tol = tol or (1e-4 if any("float32" in ln or "complex64" in ln
@@ -201,22 +205,22 @@ def check_case(case, prog, opts):
                         leaves(in1) if x.dtype.kind in "fc"])
     saved_in = [_snapshot(in1), _snapshot(in2)]
     held = []
-    noise1 = noise_of(fi, in1, exp1, prog.seed)
+    noise1 = noise_of(lambda *a: case.call(fi, a), in1, exp1, prog.seed)
     for call in range(3):
-        r = _call(fl, in1, f"{label}: call {call + 1}")
+        r = _call(fl, in1, f"{label}: call {call + 1}", case)
         compare(r, exp1, f"{label}: call {call + 1}", noise1, tol, mag)
         held.append((r, _snapshot(r), f"call {call + 1}"))
-    exp2 = fi(*in2)
-    noise2 = noise_of(fi, in2, exp2, prog.seed + 2)
+    exp2 = case.call(fi, in2)
+    noise2 = noise_of(lambda *a: case.call(fi, a), in2, exp2, prog.seed + 2)
     for call in range(2):
-        r = _call(fl, in2, f"{label}: new inputs call {call + 1}")
+        r = _call(fl, in2, f"{label}: new inputs call {call + 1}", case)
         compare(r, exp2, f"{label}: new inputs call {call + 1}", noise2, tol, mag)
         held.append((r, _snapshot(r), f"new inputs call {call + 1}"))
     for k, (xs, snap) in enumerate(zip((in1, in2), saved_in)):
         if not _same_bits(_snapshot(xs), snap):
             raise Finding("input-mutation", label, f"inputs {k + 1} changed by a call", label)
     if opts.get("threads_tiers"):
-        _threads_and_tiers(fl, in1, label, held)
+        _threads_and_tiers(fl, in1, label, held, case)
     for r, snap, when in held:
         if not _same_bits(_snapshot(r), snap):
             raise Finding("held-corruption", label, f"the result of {when}, held by the "
@@ -226,20 +230,20 @@ def check_case(case, prog, opts):
     return exp1
 
 
-def _threads_and_tiers(fl, args, label, held):
+def _threads_and_tiers(fl, args, label, held, case):
     """Bit-identity for 1 vs 2 threads, and base vs hot tier (tier-up forced)."""
     before = threads.get_num_threads()
     try:
         threads.set_num_threads(1)
-        one = _call(fl, args, f"{label}: 1 thread")
+        one = _call(fl, args, f"{label}: 1 thread", case)
         threads.set_num_threads(2)
-        two = _call(fl, args, f"{label}: 2 threads")
+        two = _call(fl, args, f"{label}: 2 threads", case)
         held.append((one, _snapshot(one), "1-thread call"))
         if not _same_bits(leaves(one), leaves(two)):
             raise Finding("nondeterminism", label, "1 thread and 2 threads give different "
                           "bits", f"{label}: threads")
         try:
-            exe = fl.lower(*args).executable
+            exe = case.call(fl.lower, args).executable
         except Exception as e:          # noqa: BLE001
             raise Finding("internal", f"{label}: lower", str(e), exc_signature(e)) from e
         if getattr(exe, "_tier_cell", None) is not None and exe.tier == "base":
@@ -247,7 +251,7 @@ def _threads_and_tiers(fl, args, label, held):
                 for n in (1, 2):
                     threads.set_num_threads(n)
                     for call in range(2):
-                        hot = _call(fl, args, f"{label}: hot tier")
+                        hot = _call(fl, args, f"{label}: hot tier", case)
                         if not _same_bits(leaves(one), leaves(hot)):
                             raise Finding("nondeterminism", label, f"hot tier ({n} threads) "
                                           f"differs from the base tier", f"{label}: tiers")
@@ -261,7 +265,7 @@ def check_program(prog: gen.Program, opts=None) -> dict:
     if "threads_tiers" not in opts:
         opts["threads_tiers"] = prog.big or np.random.default_rng([prog.seed, 3]).random() < 0.1
     findings, unsupported = [], []
-    ns = {"np": np, "tj": tj}
+    ns = {"np": np, "tj": tj, "fz": rules.TRACED}
     exec(compile(prog.source(), f"<fuzz {prog.seed}>", "exec"), ns)
     try:
         cases = build_cases(prog, ns["f"])
