@@ -3,7 +3,9 @@
 Reductions, tried greedily until none applies: drop transform layers; drop a statement
 (substituting its uses with an earlier variable or argument of the same shape and dtype, or
 deleting it when nothing uses it); drop outputs; float32 -> float64, complex64 -> complex128;
-shrink argument dims; make views contiguous. Every candidate must still run under plain NumPy
+shrink argument dims (each dimension size shared by several arguments together first, then
+each argument's own: to 1, 2, half, n-1, repeatedly); drop the ``big`` flag; make views
+contiguous. The saved file carries the message of the last failing run, not the original's. Every candidate must still run under plain NumPy
 (``retype`` re-derives each statement's shape and dtype), and is then re-checked by the oracles
 in a worker process (a crash or hang must not take the minimiser down) -- "the same failure"
 means the same class and case and, for internal errors, the same exception signature.
@@ -77,8 +79,29 @@ def _drop_stmt(prog, k):
     return out
 
 
+def _shrunk(n):
+    """Smaller sizes to try for a dimension of length n: 1, 2, halves, n-1 (n >= 1 only: a
+    zero-size dimension is its own smallest case)."""
+    return sorted({1, 2, n // 2, n - 1} - {n, 0}) if n > 1 else []
+
+
+def _with_dims(prog, old, new):
+    """``prog`` with every argument dimension of length ``old`` set to ``new`` (arguments that
+    broadcast against each other shrink together)."""
+    p = copy.deepcopy(prog)
+    for a in p.args:
+        a.shape = tuple(new if d == old else d for d in a.shape)
+    return p
+
+
 def candidates(prog: gen.Program):
     """Smaller variants of ``prog``, most aggressive first."""
+    if prog.big:
+        yield dataclasses.replace(copy.deepcopy(prog), big=False)
+    dims = sorted({d for a in prog.args for d in a.shape}, reverse=True)
+    for n in dims:                 # a size shared by all arguments first: halves, then to 1, 2
+        for m in sorted(_shrunk(n), key=lambda m: (m != n // 2, m)):
+            yield _with_dims(prog, n, m)
     if prog.transforms:
         yield dataclasses.replace(copy.deepcopy(prog), transforms=[])
         if len(prog.transforms) > 1:
@@ -102,9 +125,7 @@ def candidates(prog: gen.Program):
             p.args[i].dtype = wider
             yield p
         for d, n in enumerate(a.shape):
-            for m in sorted({1, n // 2, n - 1} - {n}):
-                if m < 1 and n > 0:
-                    continue
+            for m in _shrunk(n):
                 p = copy.deepcopy(prog)
                 p.args[i].shape = tuple(a.shape[:d]) + (m,) + tuple(a.shape[d + 1:])
                 yield p
@@ -114,34 +135,49 @@ def candidates(prog: gen.Program):
             yield p
 
 
-def same_failure(result, finding) -> bool:
-    case = finding["label"].split(":")[0]
+def _case(label):
+    """The case of a finding's label: ``vmap_axes(in_axes=(0, -1), out_axes=0): call 1`` ->
+    ``vmap_axes`` (the axes change when arguments are dropped; the case stays)."""
+    return label.split(":")[0].split("(")[0].strip()
+
+
+def same_failure(result, finding):
+    """The finding record of ``result`` that is the same failure as ``finding``, or None."""
     for f in result.get("findings", []):
         if f["cls"] != finding["cls"]:
             continue
         if finding["cls"] in ("crash", "hang"):
-            return True
-        if f["label"].split(":")[0] != case:
+            return f
+        if _case(f["label"]) != _case(finding["label"]):
             continue
         if finding["cls"] == "internal" and f["sig"] != finding["sig"]:
             continue
-        return True
-    return False
+        return f
+    return None
 
 
 def minimize(prog: gen.Program, finding, timeout=60.0, budget=300, log=print):
-    """The smallest variant of ``prog`` found that still shows ``finding``."""
+    """``(program, finding)``: the smallest variant of ``prog`` found that still shows
+    ``finding``, and the finding as that variant reports it (its message names the new
+    shapes and values)."""
     from .runner import Pool
     pool = Pool(1, timeout)
     runs = 0
+    # threads/tiers only where the finding needs them, decided once: dropping the big flag
+    # must not switch the check off
+    tt = finding["cls"] == "nondeterminism" or "thread" in finding["label"] or \
+        "tier" in finding["label"] or prog.big
+    latest = dict(finding)
 
     def fails(p):
-        nonlocal runs
+        nonlocal runs, latest
         runs += 1
         res = next(iter(pool.run([{"id": runs, "program": p.to_dict(),
-                                   "opts": {"threads_tiers": finding["cls"] ==
-                                            "nondeterminism" or prog.big}}])))
-        return same_failure(res, finding)
+                                   "opts": {"threads_tiers": tt}}])))
+        f = same_failure(res, finding)
+        if f is not None:
+            latest = dict(finding, msg=f["msg"], label=f["label"])
+        return f is not None
 
     try:
         progress = True
@@ -160,7 +196,7 @@ def minimize(prog: gen.Program, finding, timeout=60.0, budget=300, log=print):
                     break
     finally:
         pool.close()
-    return prog
+    return prog, latest
 
 
 def minimize_file(path, timeout=60.0, budget=300, log=print) -> str:
@@ -169,8 +205,8 @@ def minimize_file(path, timeout=60.0, budget=300, log=print) -> str:
     ns = runpy.run_path(path, run_name="fuzz_finding")
     prog, finding = gen.Program.from_dict(ns["PROGRAM"]), dict(ns["FINDING"])
     log(f"minimising {path}: {finding['cls']} in {finding['label']}")
-    small = minimize(prog, finding, timeout, budget, log)
+    small, latest = minimize(prog, finding, timeout, budget, log)
     out = path[:-3] + "_min.py" if not path.endswith("_min.py") else path
     with open(out, "w") as fh:
-        fh.write(render(small, finding))
+        fh.write(render(small, latest))
     return out

@@ -409,10 +409,10 @@ def control(g):
 FAMILIES = [(unary, 20), (binary, 22), (intop, 5), (astype, 4), (where, 6), (reduce, 11),
             (cumulative, 3), (contract, 7), (structural, 14), (index, 8), (update, 6),
             (control, 5)]
-# no cumulative ops in big programs: the cumprod gradient is O(n^2) (finding "hang", seed 0
-# index 407: 16000 elements take 9 s on llvm, 21 s on the interpreter)
+# cumulative ops in big programs again since the cumprod JVP became a scan (549965b; it was
+# O(n^2): finding "hang", seed 0 index 407, 16000 elements took 9 s)
 BIG_FAMILIES = [(unary, 20), (binary, 22), (where, 5), (reduce, 12), (index, 4),
-                (structural, 4), (astype, 2)]
+                (structural, 4), (astype, 2), (cumulative, 2)]
 
 
 def candidate(g):

@@ -1,8 +1,9 @@
 """Summaries and standalone reproducer files.
 
-A finding file is plain Python that runs with only numpy and tracejit: the program source, the
-argument specs with the input generator (``make_arg``, copied from gen.py), the finding, and a
-pytest function. For findings in ``f`` itself the test asserts llvm == interpreter for the same
+A finding file is plain Python: the program source, the argument specs with the input generator
+(``make_arg``, copied from gen.py), the finding, and a pytest function. It puts the absolute path
+of the repository that produced it on ``sys.path`` (for tracejit, and for ``tests.fuzz.rules``
+whose ``fz.*`` functions programs may call), so ``python FILE`` works from any directory. For findings in ``f`` itself the test asserts llvm == interpreter for the same
 call sequence the oracle used; for transform findings it re-runs the fuzz oracles (which needs
 the repository's ``tests.fuzz`` on the path). ``PROGRAM`` holds the program as data for
 ``python -m tests.fuzz --minimize FILE``.
@@ -15,6 +16,8 @@ import os
 import pprint
 
 from . import gen
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def summary(records, elapsed, jobs) -> str:
@@ -93,8 +96,15 @@ def render(prog: gen.Program, finding, seed=None, index=None) -> str:
            f"transforms: {prog.transforms or 'none'}; signature: {finding['sig']}", "",
            msg, "",
            "Re-check all oracles / shrink: python -m tests.fuzz --minimize THIS_FILE",
-           '"""', "import numpy as np", "from types import SimpleNamespace as Arg", "",
-           "import tracejit as tj", "", f"SEED = {prog.seed}",
+           '"""', "import os", "import sys", "from types import SimpleNamespace as Arg", "",
+           "import numpy as np", "",
+           "# the checkout that produced this finding, so `python THIS_FILE` works from anywhere",
+           f"REPO = {ROOT!r}",
+           "if os.path.isdir(REPO) and REPO not in sys.path:",
+           "    sys.path.insert(0, REPO)",
+           "import tracejit as tj  # noqa: E402",
+           "from tests.fuzz.rules import TRACED as fz  # noqa: E402,F401  (fz.* in programs)",
+           "", f"SEED = {prog.seed}",
            f"ARGS = [\n        {args}]", "", "", inspect.getsource(gen.make_arg), "",
            prog.source(), _CALLS, "",
            f"def {test_name}():"]
@@ -127,7 +137,7 @@ def render(prog: gen.Program, finding, seed=None, index=None) -> str:
 
 
 def _oracle_lines(finding):
-    return ["    # transforms, threads/tiers: the fuzz oracles (needs the repository on sys.path)",
+    return ["    # transforms, threads/tiers: the fuzz oracles of the repository (REPO above)",
             "    from tests.fuzz import gen, oracle",
             "    result = oracle.check_program(gen.Program.from_dict(PROGRAM))",
             "    assert not result['findings'], result['findings']"]

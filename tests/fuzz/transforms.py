@@ -263,7 +263,10 @@ def _pytree_case(prog, fun, name, rng, diff):
     ``diff``, the pytree holds exactly the differentiated arguments and the case is
     ``grad(fun)`` w.r.t. the whole pytree (argnums=0)."""
     n = len(prog.args)
-    static = [i for i, a in enumerate(prog.args) if a.kind in ("int", "bool")]
+    # a static int makes what is computed from it concrete NumPy, which has no x.at[...]:
+    # such programs pass their ints as (traced) keyword arguments instead
+    static = [i for i, a in enumerate(prog.args) if a.kind in ("int", "bool")
+              and ".at[" not in prog.source()]
     rest = [i for i in range(n) if i not in static]
     if diff is None:
         order = [int(i) for i in rng.permutation(rest)]
