@@ -13,7 +13,7 @@ import numpy as np
 
 from . import rules
 from .gen import _lit
-from .ops import _axes, _bcast, _body
+from .ops import UNARY, _axes, _bcast, _body
 
 
 def _ids(rng, n, size):
@@ -185,6 +185,16 @@ def custom(g):
     if rng.random() < 0.3:
         b, u = _body(g, "u", xv)
         return f"tj.checkpoint(lambda u: {b})({x})", [x] + u, ["checkpoint"]
+    if rng.random() < 0.4:
+        # a random unary op (no closure: custom functions must not capture tracers) wrapped
+        # with a rule that is its own jvp/vjp
+        tmpl, tags = UNARY[rng.integers(len(UNARY))]
+        if tmpl.startswith(("np.isnan", "np.isfinite", "np.isinf", "np.logical_not", "~")):
+            return None                  # bool results have no tangent to define
+        wrap = "cvjp" if rng.random() < 0.4 else "cjvp"
+        return f"fz.{wrap}(lambda u: {tmpl.format(x='u')})({x})", [x], \
+            [f"custom:{wrap}", "unary:" + tmpl.split("(")[0]] + tags + \
+            (["custom_vjp"] if wrap == "cvjp" else [])
     name, nargs, nout, vjp = rules.FUNCTIONS[rng.integers(len(rules.FUNCTIONS))]
     args = [x]
     if nargs == 2:

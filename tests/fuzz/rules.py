@@ -104,3 +104,24 @@ NUMPY = types.SimpleNamespace(
 # (name, number of same-shape float arguments, number of outputs, custom_vjp?)
 FUNCTIONS = [("cj_softplus", 1, 1, False), ("cj_mul", 2, 1, False), ("cj_sincos", 1, 2, False),
              ("cv_tanh", 1, 1, True), ("cv_scale", 2, 1, True)]
+
+
+# -- wrappers: any function gets a custom rule that is its own derivative -----------------------
+
+def cjvp(fn):
+    """``fn`` as a custom_jvp function whose rule is ``tj.jvp`` of ``fn`` itself."""
+    wrapped = tj.custom_jvp(fn)
+    wrapped.defjvp(lambda primals, tangents: tj.jvp(fn, primals, tangents))
+    return wrapped
+
+
+def cvjp(fn):
+    """``fn`` (one argument) as a custom_vjp function: the residual is the argument and the
+    backward pass is ``tj.vjp`` of ``fn`` at it (recomputing the forward pass)."""
+    wrapped = tj.custom_vjp(fn)
+    wrapped.defvjp(lambda x: (fn(x), (x,)), lambda res, g: tj.vjp(fn, res[0])[1](g))
+    return wrapped
+
+
+TRACED.cjvp, TRACED.cvjp = cjvp, cvjp
+NUMPY.cjvp = NUMPY.cvjp = lambda fn: fn
