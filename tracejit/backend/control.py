@@ -241,6 +241,9 @@ class _Driver:
             malloc = self.module.globals.get("tj_malloc") or ir.Function(
                 self.module, ir.FunctionType(PTR, [I64]), "tj_malloc")
             raw = b.call(malloc, [_i64(self.scratch_bytes + _ALIGN)], name="scratch.raw")
+            with b.if_then(b.icmp_unsigned("==", raw, ir.Constant(PTR, None)), likely=False):
+                stacks.set_error(b, self.err_cell, stacks.ERR_NOMEM)    # MemoryError
+                b.ret(b.load(self.err_cell, typ=I32))
             addr = b.and_(b.add(b.ptrtoint(raw, I64), _i64(_ALIGN - 1)), _i64(-_ALIGN))
             scratch = b.gep(raw, [b.sub(addr, b.ptrtoint(raw, I64))], source_etype=I8,
                             name="scratch")     # 64-byte aligned, like the arena blocks

@@ -366,6 +366,8 @@ def emit_kernel(module, name, seg_fn, nslots, sources, arena_bytes, consts) -> i
         malloc = module.globals.get("tj_malloc") or ir.Function(
             module, ir.FunctionType(PTR, [I64]), "tj_malloc")
         arena = b.call(malloc, [_i64(arena_bytes)], name="arena")
+        with b.if_then(b.icmp_unsigned("==", arena, ir.Constant(PTR, None)), likely=False):
+            b.ret(ir.Constant(I32, stacks.ERR_NOMEM))      # the caller raises MemoryError
     for k, (kind, val) in enumerate(sources):
         if kind == "buf":
             p = b.load(b.gep(fn.args[0], [_i64(val)], source_etype=PTR), typ=PTR)

@@ -121,8 +121,9 @@ def _raise(code):
         raise RuntimeError(f"while_loop exceeded config.max_while_iterations = "
                            f"{config.max_while_iterations}")
     if code & stacks.ERR_NOMEM:
-        raise MemoryError("tracejit: out of memory growing the record of a while loop (its "
-                          "reverse-mode tape) or allocating the outputs of a scan")
+        raise MemoryError("tracejit: out of memory allocating a compiled function's temporary "
+                          "buffers, the record of a while loop (its reverse-mode tape) or the "
+                          "outputs of a scan")
     if code & stacks.ERR_STACK_LENGTH:
         raise ValueError("tracejit: scan of run-time length over stacks of different lengths")
     if code == ERR_INDEX:
