@@ -9,7 +9,7 @@ Threads: every signature cache is guarded by one process-wide lock (``_cache_loc
 for lookups, inserts and evictions, never while tracing or compiling; a compile in progress is
 an in-flight marker (``_Pending``) that other threads asking for the same signature wait for,
 so a signature is compiled once and a cache never holds more than ``config.cache_size``
-entries. ``os.fork`` takes the lock first, so a child never inherits it held; markers of
+entries. ``os.fork`` takes the locks first, so a child never inherits them held; markers of
 compiles that were running in the parent are ignored by the child (they carry the pid).
 """
 from __future__ import annotations
@@ -80,12 +80,28 @@ class Signature(NamedTuple):
 
 
 _cache_lock = threading.Lock()       # every Traced's _cache, _pending and counters
-os.register_at_fork(before=_cache_lock.acquire, after_in_parent=_cache_lock.release,
-                    after_in_child=_cache_lock.release)
 # Serialises changes of native dispatch tables (add/clear_specializations are several Python
 # statements; two threads interleaving them could release an output cache twice). Re-entrant:
 # releasing evicted outputs may run Python code that calls a traced function.
 _table_lock = threading.RLock()
+
+
+def _before_fork():
+    _table_lock.acquire()
+    _cache_lock.acquire()
+
+
+def _after_fork():
+    _cache_lock.release()
+    _table_lock.release()
+
+
+def _register_fork_hooks():
+    """Take this module's locks around ``os.fork`` (see the module docstring). Registered once
+    the backend is imported (``traced_type``), so that these handlers run before the backend's
+    (``jit.register_fork_lock``): a thread holding ``_table_lock`` may be compiling."""
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork,
+                        after_in_child=_after_fork)
 
 
 class _Pending:
@@ -406,6 +422,7 @@ def traced_type():
     if _traced_type is None:
         from .backend.pyabi_dispatch import make_dispatch_type
         _traced_type = make_dispatch_type("Traced", Traced, doc=Traced.__doc__)
+        _register_fork_hooks()
     return _traced_type
 
 
