@@ -231,7 +231,17 @@ def nested(g):
     rng = g.rng
     x = g.pick()
     xv = g.val(x)
-    k = rng.integers(4)
+    k = rng.integers(5)
+    if k == 4:
+        # tj.switch on a traced integer (out-of-range indices clamp, as in JAX), one branch
+        # holding another control-flow op
+        i = g.pick(lambda v: v.dtype.kind == "i" and v.ndim == 0)
+        if i is None:
+            return None
+        inner, u, kind = _inner(g, xv, "u", None)
+        b2, u2 = _body(g, "u", xv)
+        return (f"tj.switch({i}, [lambda u: {b2}, lambda u: {inner}, lambda u: u], {x})",
+                [x, i] + u + u2, [f"nested:switch/{kind}"])
     if k == 0:
         inner, u, kind = _inner(g, xv, "u", "i")
         return f"tj.fori_loop(0, {int(rng.integers(1, 4))}, lambda i, u: {inner}, {x})", \

@@ -39,11 +39,16 @@ class Finding(Exception):
 
 
 def leaves(x):
-    """Flatten tuples/lists/dicts of results into a list of NumPy arrays."""
+    """Flatten tuples/lists/dicts/``Box``es of results into a list of NumPy arrays (None has
+    no leaves)."""
     if isinstance(x, (tuple, list)):
         return [leaf for item in x for leaf in leaves(item)]
     if isinstance(x, dict):
         return [leaf for k in sorted(x) for leaf in leaves(x[k])]
+    if x is None:
+        return []
+    if hasattr(x, "items") and isinstance(getattr(x, "items"), tuple):     # transforms.Box
+        return leaves(x.items)
     return [np.asarray(x)]
 
 
@@ -156,8 +161,12 @@ def _perturbed(inputs, seed):
         if isinstance(x, np.ndarray) and x.dtype.kind in "fc":
             eps = 2e-6 if x.dtype in (np.float32, np.complex64) else 3.6e-15
             return (x * (1 + eps * rng.standard_normal(x.shape))).astype(x.dtype)
-        if isinstance(x, tuple):
-            return tuple(one(v) for v in x)
+        if isinstance(x, tuple) and hasattr(x, "_fields"):
+            return type(x)(*(one(v) for v in x))
+        if isinstance(x, (tuple, list)):
+            return type(x)(one(v) for v in x)
+        if hasattr(x, "items") and isinstance(getattr(x, "items"), tuple):   # transforms.Box
+            return type(x)(one(v) for v in x.items)
         if isinstance(x, dict):
             return {k: one(v) for k, v in x.items()}
         return x
@@ -242,7 +251,7 @@ def check_case(case, prog, opts):
             raise Finding("held-corruption", label, f"the result of {when}, held by the "
                           f"caller, changed during later calls", f"{label}: held result")
     if case.reference is not None:          # e.g. vmap against a loop of the interpreter
-        case.reference(exp1)
+        case.reference(exp1, tol)
     return exp1
 
 

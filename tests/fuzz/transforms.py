@@ -10,6 +10,7 @@ and is skipped rather than reported.
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 
 import numpy as np
@@ -29,7 +30,7 @@ class Case:
     fun: object
     in1: list
     in2: list
-    reference: object = None          # callable(exp1) raising Finding, or None
+    reference: object = None          # callable(exp1, tol) raising Finding, or None
     fd_check: object = None           # callable() raising Finding, or None
     kwnames: tuple = ()               # the last len(kwnames) inputs are passed by keyword
     jit_kw: dict = dataclasses.field(default_factory=dict)     # e.g. static_argnums
@@ -234,10 +235,11 @@ def _vmap_case(prog, fun, name, rng=None):
         out_ax = int(rng.choice([0, -1] + ([1] if rank >= 1 else [])))
     vf = tj.vmap(fun, in_axes=tuple(axes), out_axes=out_ax)
 
-    def reference(exp1):
+    def reference(exp1, tol):
         per = [leaves(fi(*_element(in1, axes, b))) for b in range(BATCH)]
         stacked = [np.stack([p[k] for p in per], axis=out_ax) for k in range(len(per[0]))]
-        _as_vmap_mismatch(lambda: compare(leaves(exp1), stacked, f"{name}: vmap vs loop"))
+        _as_vmap_mismatch(lambda: compare(leaves(exp1), stacked, f"{name}: vmap vs loop",
+                                          tol=tol))
     label = name if rng is None else f"{name}(in_axes={tuple(axes)}, out_axes={out_ax})"
     return Case(label, vf, in1, in2, reference=reference)
 
@@ -252,25 +254,52 @@ def _grad_of_vmap_case(prog, loss, grad, diff, name):
     fun = tj.grad(lambda *a: np.sum(vloss(*a)), argnums=diff)
     gi = tj.jit(grad, backend="interpret")
 
-    def reference(exp1):
+    def reference(exp1, tol):
         per = [leaves(gi(*_element(in1, axes, b))) for b in range(BATCH)]
         want = [np.stack([p[k] for p in per]) if axes[i] is not None else
                 np.sum([p[k] for p in per], axis=0).astype(per[0][k].dtype)
                 for k, i in enumerate(diff)]
-        _as_vmap_mismatch(lambda: compare(leaves(exp1), want, f"{name}: vs loop of grads"))
+        _as_vmap_mismatch(lambda: compare(leaves(exp1), want, f"{name}: vs loop of grads",
+                                          tol=tol))
     return Case(name, fun, in1, in2, reference=reference)
 
 
+class Box:
+    """A user container registered as a pytree node (``tj.register_pytree_node``)."""
+
+    def __init__(self, items):
+        self.items = tuple(items)
+
+
+tj.register_pytree_node(Box, lambda b: (b.items, None), lambda aux, children: Box(children))
+
+
+def _container(rng, k):
+    """A random sequence container for ``k`` leaves: tuple, list, namedtuple or Box."""
+    kind = ["tuple", "list", "namedtuple", "box"][rng.integers(4)]
+    if kind == "namedtuple":
+        nt = collections.namedtuple(f"Fields{k}", [f"f{i}" for i in range(k)])
+        return kind, lambda items: nt(*items)
+    return kind, {"tuple": tuple, "list": list, "box": Box}[kind]
+
+
+def _items(c):
+    return c.items if isinstance(c, Box) else tuple(c)
+
+
 def _pytree_case(prog, fun, name, rng, diff):
-    """``fun`` called with its arguments regrouped: a dict-of-tuple pytree first, Python int/bool
-    scalars as static arguments (``static_argnums``), other arrays as keyword arguments. With
-    ``diff``, the pytree holds exactly the differentiated arguments and the case is
-    ``grad(fun)`` w.r.t. the whole pytree (argnums=0)."""
+    """``fun`` called with its arguments regrouped: a pytree first (a dict holding a tuple,
+    list, namedtuple or registered ``Box``, a nested dict and a None), Python int/bool scalars
+    as static arguments (by position, ``static_argnums``, or by keyword, ``static_argnames``),
+    other arrays as keyword arguments. With ``diff``, the pytree holds exactly the
+    differentiated arguments and the case is ``grad(fun)`` w.r.t. the whole pytree."""
     n = len(prog.args)
     # a static int makes what is computed from it concrete NumPy, which has no x.at[...]:
     # such programs pass their ints as (traced) keyword arguments instead
     static = [i for i, a in enumerate(prog.args) if a.kind in ("int", "bool")
               and ".at[" not in prog.source()]
+    static_kw = [i for i in static if rng.random() < 0.5]
+    static_pos = [i for i in static if i not in static_kw]
     rest = [i for i in range(n) if i not in static]
     if diff is None:
         order = [int(i) for i in rng.permutation(rest)]
@@ -279,31 +308,33 @@ def _pytree_case(prog, fun, name, rng, diff):
     else:
         in_tree, kw = list(diff), [i for i in rest if i not in diff]
     half = len(in_tree) // 2
-    tuple_part, dict_part = in_tree[:half], in_tree[half:]
+    seq_part, dict_part = in_tree[:half], in_tree[half:]
+    kind, make = _container(rng, len(seq_part))
 
     def regroup(args):
-        t = {"t": tuple(args[i] for i in tuple_part),
-             "d": {f"k{i}": args[i] for i in dict_part}}
-        return [t] + [args[i] for i in static] + [args[i] for i in kw]
+        t = {"t": make([args[i] for i in seq_part]), "d": {f"k{i}": args[i] for i in dict_part},
+             "none": None}
+        return [t] + [args[i] for i in static_pos] + [args[i] for i in kw + static_kw]
 
     def call(t, *rest_args, **kws):
         args = [None] * n
-        for i, v in zip(tuple_part, t["t"]):
+        for i, v in zip(seq_part, _items(t["t"])):
             args[i] = v
         for i in dict_part:
             args[i] = t["d"][f"k{i}"]
-        for i, v in zip(static, rest_args):
+        for i, v in zip(static_pos, rest_args):
             args[i] = v
-        for i in kw:
+        for i in kw + static_kw:
             args[i] = kws[f"a{i}"]
         return fun(*args)
 
     packed = call if diff is None else tj.grad(call, argnums=0)
     in1, in2 = gen.make_inputs(prog, 0), gen.make_inputs(prog, 1)
-    case = Case(f"{name}(static={tuple(static)}, kw={tuple(kw)})", packed, regroup(in1),
-                regroup(in2))
-    case.kwnames = tuple(f"a{i}" for i in kw)
-    case.jit_kw = {"static_argnums": tuple(range(1, 1 + len(static)))}
+    case = Case(f"{name}({kind}, static={tuple(static_pos)}, static_kw={tuple(static_kw)}, "
+                f"kw={tuple(kw)})", packed, regroup(in1), regroup(in2))
+    case.kwnames = tuple(f"a{i}" for i in kw + static_kw)
+    case.jit_kw = {"static_argnums": tuple(range(1, 1 + len(static_pos))),
+                   "static_argnames": tuple(f"a{i}" for i in static_kw)}
     return case
 
 
