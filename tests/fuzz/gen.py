@@ -250,7 +250,8 @@ class Gen:
             return False
         if v.dtype.kind in "fc" and not np.all(np.isfinite(v)) and self.rng.random() > 0.15:
             return False                         # NaN/inf only now and then
-        if v.dtype.kind in "fc" and v.size and np.nanmax(np.abs(v)) > 1e12:
+        if v.dtype.kind in "fc" and v.size and np.max(np.abs(v), where=~np.isnan(v),
+                                                      initial=0) > 1e12:
             return False                         # huge values make tolerances meaningless
         self.env[target] = v
         self.stmts.append(Stmt(target, lines, sorted(set(uses)), tags, v.shape, str(v.dtype)))
@@ -299,6 +300,9 @@ def pick_transforms(g: Gen, outputs) -> list:
                         "value_and_grad": .04, "vmap,grad": .04, "pytree,grad": .04})
         if n_diff <= 24:
             choices.update({"hessian": .03, "jacrev_grad": .02})
+        if any(a.dtype.startswith("complex") for a in diff_args) and \
+                any(g.val(o).dtype.kind == "c" for o in outputs):
+            choices.update({"jacfwd_holo": .1, "jacrev_holo": .1})     # rare otherwise
     keys = list(choices)
     p = np.array([choices[k] for k in keys])
     pick = keys[rng.choice(len(keys), p=p / p.sum())]

@@ -21,7 +21,7 @@ from . import gen
 
 BATCH = 3
 DIFF = ("float32", "float64", "complex64", "complex128")
-FORWARD = ("jvp", "linearize", "jacfwd", "hessian")     # layers needing forward mode
+FORWARD = ("jvp", "linearize", "jacfwd", "hessian", "jacfwd_holo")     # need forward mode
 
 
 @dataclasses.dataclass
@@ -68,6 +68,9 @@ def build_cases(prog: gen.Program, f) -> list:
     real_only = layers[0] in ("jacfwd", "jacrev", "hessian", "jacrev_grad")
     if real_only:
         diff = tuple(i for i in diff if prog.args[i].dtype in gen.FLOATS)
+    holo = layers[0] in ("jacfwd_holo", "jacrev_holo")
+    if holo:             # holomorphic=True: complex arguments only (an InputError otherwise)
+        diff = tuple(i for i in diff if prog.args[i].dtype.startswith("complex"))
     outs = leaves(gen.eval_numpy(prog, in1))
     fo = [k for k, o in enumerate(outs) if o.dtype.kind in "fc"]
     weights = [rng.normal(size=outs[k].shape).astype(
@@ -113,6 +116,8 @@ def build_cases(prog: gen.Program, f) -> list:
         return cases       # forward mode of a custom_vjp function: UnsupportedError, by design
     if real_only and any(outs[k].dtype.kind == "c" for k in fo):
         return cases       # jacobians of complex outputs need holomorphic=True
+    if holo and any(outs[k].dtype.kind != "c" for k in fo):
+        return cases       # holomorphic jacobians of real outputs: not defined
     grad = tj.grad(loss, argnums=diff)
 
     def on_diff(fn):
@@ -136,10 +141,13 @@ def build_cases(prog: gen.Program, f) -> list:
     def vg_f(*args):
         return tj.value_and_grad(loss, argnums=diff)(*args)
 
-    def jac(kind):
+    def jac(kind, holomorphic=False):
+        # holomorphic=True on any program: the backends must agree on the (complex) Jacobian
+        # tracejit computes whether or not the function really is holomorphic
         def j(*args):
             t = tj.jacfwd if kind == "jacfwd" else tj.jacrev
-            return t(on_diff(fout)(args), argnums=tuple(range(len(diff))))(*primals(args))
+            return t(on_diff(fout)(args), argnums=tuple(range(len(diff))),
+                     holomorphic=holomorphic)(*primals(args))
         return j
 
     def hess(*args):
@@ -161,7 +169,8 @@ def build_cases(prog: gen.Program, f) -> list:
         return cases + [_pytree_case(prog, loss, name, rng, diff)]
     fun = {"grad": grad, "jvp": jvp_f, "vjp": vjp_f, "jacfwd": jac("jacfwd"),
            "jacrev": jac("jacrev"), "hessian": hess, "linearize": lin_f,
-           "value_and_grad": vg_f, "jacrev_grad": jacrev_grad}[first]
+           "value_and_grad": vg_f, "jacrev_grad": jacrev_grad,
+           "jacfwd_holo": jac("jacfwd", True), "jacrev_holo": jac("jacrev", True)}[first]
     if layers == ["grad", "jvp"]:
         fun = hvp
     case = Case(name, fun, in1, in2)
