@@ -479,7 +479,8 @@ def _backend_locks():
     return {"jit._lock": jit._lock, "executable._modules_lock": executable._modules_lock,
             "mathlib._lock": mathlib._lock, "threads._lock": threads._lock,
             "blas._lock": blas._lock, "pyabi_dispatch._lock": pyabi_dispatch._lock,
-            "tiers._worker_lock": tiers._worker_lock, "diskcache._stats_lock": diskcache._stats_lock}
+            "tiers._worker_lock": tiers._worker_lock,
+            "diskcache._stats_lock": diskcache._stats_lock}
 
 
 def _unregistered():
@@ -557,7 +558,7 @@ print(json.dumps({{"outcomes": outcomes, "compiles": compiles[0]}}))
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
-@pytest.mark.xfail(bool(_unregistered()), strict=True,
+@pytest.mark.xfail(bool(_unregistered()), run=False,      # run: children would hang ~300 s
                    reason=f"locks not registered with jit.register_fork_lock: {_unregistered()}")
 def test_fork_while_another_thread_compiles():
     """10 rounds of 8 children forked while a thread compiles in a loop: each child compiles
@@ -580,3 +581,39 @@ def test_fork_child_after_a_cache_compile_in_flight():
     f._pending[key] = stale
     np.testing.assert_array_equal(f(x), x + 1.0)
     assert f._pending == {} and f.cache_info().traces == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. memory of compiled modules
+
+def test_compiled_modules_do_not_keep_their_ir():
+    """``compile_ir`` hands the IR back after loading the code (MCJIT kept every module's IR
+    for the life of the process: ~50 KB of a 200-instruction module; 102 -> 54 KB measured)."""
+    out = _python("""
+    import ctypes, gc, json, os
+    from tracejit.backend import jit
+
+    def rss():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    def text(i):
+        body = "\\n".join(f"  %v{k} = fadd double %v{k-1}, 1.0" for k in range(1, 200))
+        return f"define double @tj_rel_{i}(double %v0) {{\\n{body}\\n  ret double %v199\\n}}\\n"
+
+    for i in range(50):
+        jit.compile_ir(text(i))
+    owned = len(jit._get_engine()._modules)
+    gc.collect()
+    r0, n = rss(), 1500
+    for i in range(50, 50 + n):
+        jit.compile_ir(text(i))
+        fn = ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_double)(
+            jit.function_address(f"tj_rel_{i}"))
+        assert fn(1.0) == 200.0          # the code outlives its module
+    gc.collect()
+    print(json.dumps({"kb": (rss() - r0) / n / 1024,
+                      "owned": len(jit._get_engine()._modules) - owned}))
+    """)
+    assert out["owned"] == 0
+    assert out["kb"] < 80, out
