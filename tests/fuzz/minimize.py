@@ -5,10 +5,11 @@ Reductions, tried greedily until none applies: drop transform layers; drop a sta
 deleting it when nothing uses it); drop outputs; float32 -> float64, complex64 -> complex128;
 shrink argument dims (each dimension size shared by several arguments together first, then
 each argument's own: to 1, 2, half, n-1, repeatedly); drop the ``big`` flag; make views
-contiguous. The saved file carries the message of the last failing run, not the original's. Every candidate must still run under plain NumPy
-(``retype`` re-derives each statement's shape and dtype), and is then re-checked by the oracles
-in a worker process (a crash or hang must not take the minimiser down) -- "the same failure"
-means the same class and case and, for internal errors, the same exception signature.
+contiguous. Every candidate must still run under plain NumPy (``retype`` re-derives each
+statement's shape and dtype), and is then re-checked by the oracles in a worker process (a
+crash or hang must not take the minimiser down) -- "the same failure" means the same class and
+case and, for internal errors, the same exception signature. The saved file carries the
+message of the last failing run (its shapes), not the original's.
 """
 from __future__ import annotations
 

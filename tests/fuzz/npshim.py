@@ -53,11 +53,13 @@ def switch(index, branches, *operands):
 
 def while_loop(cond_fun, body_fun, init_val):
     val = _strong(init_val)
-    for _ in range(MAX_TRIPS):
+    for trip in range(MAX_TRIPS):
         c = np.asarray(cond_fun(val))
         if c.shape != () or c.dtype != np.bool_:
             raise TypeError("while_loop cond must return a bool scalar")
         if not c:
+            if trip == 0:        # tracejit traces the body even when it never runs
+                _same_types(val, _strong(body_fun(val)), "while_loop")
             return val
         new = _strong(body_fun(val))
         _same_types(val, new, "while_loop")
@@ -67,6 +69,8 @@ def while_loop(cond_fun, body_fun, init_val):
 
 def fori_loop(lower, upper, body_fun, init_val):
     val = _strong(init_val)
+    if int(upper) <= int(lower):     # no trips: type-check the body anyway, as tracing does
+        _same_types(val, _strong(body_fun(np.int64(lower), val)), "fori_loop")
     for i in range(int(lower), int(upper)):
         new = _strong(body_fun(np.int64(i), val))
         _same_types(val, new, "fori_loop")

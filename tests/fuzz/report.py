@@ -3,9 +3,10 @@
 A finding file is plain Python: the program source, the argument specs with the input generator
 (``make_arg``, copied from gen.py), the finding, and a pytest function. It puts the absolute path
 of the repository that produced it on ``sys.path`` (for tracejit, and for ``tests.fuzz.rules``
-whose ``fz.*`` functions programs may call), so ``python FILE`` works from any directory. For findings in ``f`` itself the test asserts llvm == interpreter for the same
-call sequence the oracle used; for transform findings it re-runs the fuzz oracles (which needs
-the repository's ``tests.fuzz`` on the path). ``PROGRAM`` holds the program as data for
+whose ``fz.*`` functions programs may call), so ``python FILE`` works from any directory. For
+findings in ``f`` itself the test asserts llvm == interpreter for the same call sequence the
+oracle used; for transform findings it re-runs the fuzz oracles of that repository.
+``PROGRAM`` holds the program as data for
 ``python -m tests.fuzz --minimize FILE``.
 """
 from __future__ import annotations
