@@ -13,7 +13,7 @@ import numpy as np
 
 from . import rules
 from .gen import _lit
-from .ops import UNARY, _axes, _bcast, _body
+from .ops import BINARY, UNARY, _axes, _bcast, _body
 
 
 def _ids(rng, n, size):
@@ -185,6 +185,14 @@ def custom(g):
     if rng.random() < 0.3:
         b, u = _body(g, "u", xv)
         return f"tj.checkpoint(lambda u: {b})({x})", [x] + u, ["checkpoint"]
+    if rng.random() < 0.2:
+        # a random binary op over two arguments as one custom_jvp function (tangents for both)
+        y = g.pick(lambda v: v.dtype == xv.dtype and _bcast(v, xv))
+        tmpl = BINARY[rng.integers(len(BINARY))]
+        if y is None or any(c in tmpl for c in ("==", "!=", "<", ">", "logical", "isclose")):
+            return None                  # bool results have no tangent to define
+        return f"fz.cjvp(lambda u, v: {tmpl.format(x='u', y='v')})({x}, {y})", [x, y], \
+            ["custom:cjvp2", "binary:" + tmpl]
     if rng.random() < 0.4:
         # a random unary op (no closure: custom functions must not capture tracers) wrapped
         # with a rule that is its own jvp/vjp
