@@ -8,7 +8,7 @@ import functools
 import numpy as np
 
 from .. import dtypes
-from ..core import Tracer, type_of
+from ..core import Tracer, current_builder, type_of
 from ..errors import ShapeError
 from ..ir import Literal
 from ..ops import elementwise as ew
@@ -32,12 +32,27 @@ def implements(np_fn=None, *, name=None):
         @functools.wraps(traced_fn)
         def wrapper(*args, **kwargs):
             if fallback is not None and not has_tracer(args) and not has_tracer(kwargs.values()):
-                return fallback(*args, **kwargs)
+                return fallback(*[concrete(a) for a in args], **kwargs)
             return traced_fn(*args, **kwargs)
 
         wrapper.__tracejit_name__ = name or traced_fn.__name__
         return wrapper
     return deco
+
+
+def concrete(x):
+    """A Literal as the value NumPy should see: a Python scalar when it is weakly typed (so NEP 50
+    still applies), a NumPy scalar of its dtype otherwise. Anything else is returned as is.
+
+    Composites convert their operands (making Literals of scalars) and then call other
+    tracejit.numpy functions; with no tracer among them those go to NumPy, which does not know
+    Literals.
+    """
+    if not isinstance(x, Literal):
+        return x
+    if x.ty.weak:
+        return {"b": bool, "i": int, "f": float, "c": complex}[x.ty.dtype.kind](x.value)
+    return x.value
 
 
 def result_type(*args) -> tuple[np.dtype, bool]:
@@ -51,11 +66,15 @@ def convert(x, dtype, weak=False):
     if isinstance(x, Tracer):
         if x.dtype == dtype:
             return x
+        if dtype == dtypes.bool_ and x.dtype.kind == "c":
+            # NumPy: a complex number is true when its real or imaginary part is nonzero (the
+            # convert primitive refuses complex -> real, which would drop the imaginary part)
+            return ew.ne_p.bind(x, Literal(0j, ir_type(x.dtype, True)))
         return ew.convert_p.bind(x, dtype=dtype)
     if isinstance(x, Literal):
         x = x.value
     if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
-        if dtype.kind in "bif" and isinstance(x, complex):
+        if dtype.kind in "if" and isinstance(x, complex):
             raise TypeError(f"cannot convert complex {x} to {dtype}")
         return Literal(x, ir_type(dtype, weak))
     arr = np.asarray(x)
@@ -122,6 +141,20 @@ def elementwise(prim, opname, *args, dtype=None, kinds=None):
         vals = [a.value if isinstance(a, Literal) else a for a in ops]
         return prim.impl(*vals)
     return prim.bind(*ops)
+
+
+def filled(shape, value, dtype):
+    """``shape`` filled with the scalar ``value``: inside a trace a broadcast of a literal,
+    recorded in the current trace (a tracer, with ``.at`` and ``x[i] = v`` like any other traced
+    array, for results such as ``isnan(int_array)`` or ``zeros_like(x)`` that do not depend on
+    the values of their traced operand); a NumPy array outside any trace."""
+    dtype = np.dtype(dtype)
+    builder = current_builder()
+    if builder is None:
+        return np.full(shape, value, dtype=dtype)
+    lit = Literal(value, ir_type(dtype, False))
+    # bind would evaluate an operation on literals only; recording it keeps the value traced
+    return builder.add_eqn(st.broadcast_in_dim_p, [lit], dict(shape=tuple(shape), dims=()))[0]
 
 
 def inexact(x):

@@ -10,7 +10,7 @@ from .. import dtypes
 from ..core import Tracer, type_of
 from ..errors import ConcretizationError
 from ..ops import structural as st
-from ._base import broadcast_to, convert, implements
+from ._base import broadcast_to, convert, filled, implements
 
 __all__ = ["zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like",
            "empty_like", "eye", "identity", "arange", "linspace", "array", "asarray", "copy",
@@ -68,8 +68,11 @@ def full(shape, fill_value, dtype=None, order="C"):
 def _like(value):
     def fn(a, dtype=None, order="K", subok=True, shape=None):
         t = type_of(a)
-        shp = t.shape if shape is None else shape
+        shp = t.shape if shape is None else _static_shape(shape, "zeros_like")
+        shp = (shp,) if isinstance(shp, (int, np.integer)) else tuple(shp)
         dt = t.dtype if dtype is None else dtypes.canonical(dtype)
+        if isinstance(a, Tracer):           # a traced array like its model (.at, x[i] = v)
+            return filled(shp, value, dt)
         return np.full(shp, value, dtype=dt)
     return fn
 
@@ -81,9 +84,15 @@ empty_like = implements(None, name="empty_like")(_like(0))
 
 @implements(np.full_like)
 def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None):
+    """An array like ``a`` filled with ``fill_value``; traced when ``a`` or the value is."""
     t = type_of(a)
-    return full(t.shape if shape is None else shape, fill_value,
-                dtype=t.dtype if dtype is None else dtype)
+    shp = t.shape if shape is None else shape
+    dt = t.dtype if dtype is None else dtypes.canonical(dtype)
+    if isinstance(a, Tracer) and not isinstance(fill_value, Tracer):
+        shp = (shp,) if isinstance(shp, (int, np.integer)) else tuple(_static_shape(shp,
+                                                                                    "full_like"))
+        return filled(shp, np.asarray(fill_value).astype(dt)[()], dt)
+    return full(shp, fill_value, dtype=dt)
 
 
 def _concrete(x, fname):

@@ -6,9 +6,10 @@ import numpy as np
 from .. import dtypes
 from ..core import type_of
 from ..ops import elementwise as ew
-from ._base import broadcast_shapes, broadcast_to, convert, implements, result_type, shape_of
+from ._base import (broadcast_shapes, broadcast_to, convert, filled, implements, result_type,
+                    shape_of)
 
-__all__ = ["where", "select", "isclose", "array_equal"]
+__all__ = ["where", "select", "isclose", "array_equal", "iscomplex", "isreal"]
 
 
 @implements(np.where)
@@ -59,3 +60,19 @@ def array_equal(a1, a2, equal_nan=False):
     if shape_of(a1) != shape_of(a2):
         return False
     return all_(equal(a1, a2))
+
+
+@implements(np.iscomplex)
+def iscomplex(x):
+    """Elementwise: a nonzero imaginary part (all False for a real dtype, traced like ``x``)."""
+    from .math import imag, not_equal
+    t = type_of(x)
+    return not_equal(imag(x), 0) if t.dtype.kind == "c" else filled(t.shape, False, dtypes.bool_)
+
+
+@implements(np.isreal)
+def isreal(x):
+    """Elementwise: a zero imaginary part (all True for a real dtype, traced like ``x``)."""
+    from .math import equal, imag
+    t = type_of(x)
+    return equal(imag(x), 0) if t.dtype.kind == "c" else filled(t.shape, True, dtypes.bool_)

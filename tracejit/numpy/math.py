@@ -94,7 +94,12 @@ def round(x, decimals=0):  # noqa: A001 - NumPy's name
     """Round half to even to ``decimals`` places (NumPy's algorithm: scale, rint, unscale)."""
     decimals = int(decimals)
     t = type_of(x)
-    if t.dtype.kind in "bi":
+    if t.dtype == dtypes.bool_:
+        if decimals != 0:               # NumPy scales by 10**decimals in the bool dtype
+            raise DTypeError(f"round(decimals={decimals}) of a bool array is not supported "
+                             f"(as in NumPy); convert with .astype(float) first")
+        return convert(x, dtypes.float64, t.weak)   # NumPy: float16; tracejit has no float16
+    if t.dtype.kind == "i":
         return x if decimals >= 0 else _round_int(x, 10 ** -decimals)
     if t.dtype.kind == "c":
         re, im = round(real(x), decimals), round(imag(x), decimals)
@@ -140,7 +145,10 @@ def imag(x, /):
 @_export
 @implements(np.conj)
 def conj(x, /):
-    return elementwise(ew.conj_p, "conj", x) if dtypes.is_complex(type_of(x).dtype) else x
+    t = type_of(x)
+    if t.dtype == dtypes.bool_:
+        return convert(x, dtypes.int64, t.weak)     # NumPy: int8; tracejit has no int8
+    return elementwise(ew.conj_p, "conj", x) if dtypes.is_complex(t.dtype) else x
 
 
 conjugate = conj
@@ -178,6 +186,10 @@ def reciprocal(x, /):
     if t.dtype.kind in "bi":
         raise DTypeError("reciprocal of an integer array truncates in NumPy; convert to float "
                          "first")
+    if t.dtype.kind == "c":
+        # NumPy's complex reciprocal (unlike its division) has no zero case: 1/0j is nan+nanj
+        from .logic import where
+        return where(equal(x, 0), complex(np.nan, np.nan), true_divide(1, x))
     return true_divide(1, x)
 
 
@@ -306,14 +318,17 @@ logical_xor = _logical(np.logical_xor, ew.xor_p)
 
 
 def _bitwise(np_fn, prim, kinds="bi"):
-    """A bitwise ufunc: integers (and bools, where it is the logical operation), as NumPy."""
+    """A bitwise ufunc: integers (and bools, where it is the logical operation), as NumPy.
+    ``kinds="i"`` (the shifts): bools are shifted as integers (int64 here; NumPy's int8)."""
     @implements(np_fn, name=np_fn.__name__)
     def fn(x1, x2, /):
-        dt = _promoted(x1, x2)[0]
-        if dt.kind not in kinds:
+        dt, weak = _promoted(x1, x2)
+        if dt.kind not in "bi":
             what = "bool or integer" if "b" in kinds else "integer"
             raise TypeError(f"ufunc '{np_fn.__name__}' not supported for dtype {dt} (as in "
                             f"NumPy): it takes {what} operands")
+        if dt.kind not in kinds:
+            x1, x2 = convert(x1, dtypes.int64, weak), convert(x2, dtypes.int64, weak)
         return elementwise(prim, np_fn.__name__, x1, x2)
     fn.__name__ = np_fn.__name__
     return _export(fn)
@@ -470,6 +485,8 @@ def logaddexp(x1, x2, /):
     """log(exp(x1) + exp(x2)) without overflow: max + log1p(exp(-|x1 - x2|))."""
     from .logic import where
     x1, x2 = _inexact_pair(x1, x2)
+    if type_of(x1).dtype.kind == "c":
+        raise DTypeError("ufunc 'logaddexp' is not supported for complex operands (as in NumPy)")
     m = maximum(x1, x2)
     d = subtract(x1, x2)
     r = add(m, log1p(exp(negative(absolute(d)))))
@@ -513,7 +530,7 @@ def sinc(x, /):
 @_export
 @implements(np.deg2rad)
 def deg2rad(x, /):
-    x = inexact(x)
+    x = _real_inexact(x, "deg2rad")
     dt = type_of(x).dtype.type          # NumPy's constant is computed in the operand's precision
     return multiply(x, float(dt(np.pi) / dt(180)))
 
@@ -521,9 +538,16 @@ def deg2rad(x, /):
 @_export
 @implements(np.rad2deg)
 def rad2deg(x, /):
-    x = inexact(x)
+    x = _real_inexact(x, "rad2deg")
     dt = type_of(x).dtype.type
     return multiply(x, float(dt(180) / dt(np.pi)))
+
+
+def _real_inexact(x, opname):
+    """``x`` as a float (ints go to float64); complex operands raise, as in NumPy."""
+    if type_of(x).dtype.kind == "c":
+        raise DTypeError(f"ufunc '{opname}' is not supported for complex operands (as in NumPy)")
+    return inexact(x)
 
 
 radians, degrees = deg2rad, rad2deg

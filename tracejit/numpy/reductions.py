@@ -133,7 +133,8 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, 
     else:
         sq = multiply(d, d)
     n = _count(t.shape, axes) - ddof
-    s = sum(sq, axis=axes, keepdims=keepdims)
+    # NumPy sums the squares in ``dtype`` too (var(int_array, dtype=float32) is float32)
+    s = sum(sq, axis=axes, dtype=dtype, keepdims=keepdims)
     return _divide_count(s, builtins.max(n, 0))
 
 
@@ -219,12 +220,44 @@ cumprod = implements(np.cumprod)(_cumulative(red.cumprod_p, "cumprod"))
 
 @implements(np.average)
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
+    """Weighted mean, as numpy.average: 1-d weights along a single ``axis`` (or weights of
+    ``a``'s shape); ints and bools average in float64. Weights that sum to zero give inf/nan
+    (NumPy raises ZeroDivisionError, which needs their values)."""
     from .math import multiply, true_divide
+    a = as_traceable(a)
+    t = type_of(a)
+    axes = None if axis is None else normalize_axes(axis, t.ndim, "average")
     if weights is None:
-        return mean(a, axis=axis, keepdims=keepdims)
-    wsum = sum(weights, axis=axis, keepdims=keepdims) if type_of(weights).shape == \
-        type_of(a).shape else sum(weights)
-    return true_divide(sum(multiply(a, weights), axis=axis, keepdims=keepdims), wsum)
+        avg = mean(a, axis=axes, keepdims=keepdims)
+        scl = t.size // builtins.max(int(np.prod(type_of(avg).shape, dtype=np.int64)), 1)
+        scl = np.asarray(scl, dtype=type_of(avg).dtype)
+    else:
+        w = as_traceable(weights)
+        wt = type_of(w)
+        dt = np.result_type(t.dtype, wt.dtype, *(["f8"] if t.dtype.kind in "bi" else []))
+        dt = dtypes.canonical(dt)
+        if wt.shape != t.shape:
+            if axes is None:
+                raise TypeError("Axis must be specified when shapes of a and weights differ.")
+            if wt.shape != tuple(t.shape[ax] for ax in axis_order(axis, t.ndim)):
+                raise ValueError("Shape of weights must be consistent with shape of a along "
+                                 "specified axis.")
+            from .shape import reshape, transpose
+            w = transpose(w, tuple(np.argsort(axis_order(axis, t.ndim))))
+            w = reshape(w, tuple(d if i in axes else 1 for i, d in enumerate(t.shape)))
+        w = convert(w, dt)
+        scl = sum(w, axis=axes, keepdims=keepdims)
+        avg = true_divide(sum(multiply(convert(a, dt), w), axis=axes, keepdims=keepdims), scl)
+    if returned:
+        from ._base import broadcast_to
+        return avg, broadcast_to(scl, type_of(avg).shape)
+    return avg
+
+
+def axis_order(axis, ndim):
+    """``axis`` (an int or a tuple) as the tuple of normalised axes in the order given."""
+    axis = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    return tuple(normalize_axis(int(ax), ndim, "average") for ax in axis)
 
 
 @implements(np.ptp)

@@ -198,8 +198,8 @@ def batch_graph(graph: Graph, in_dims, B, force_out=None):
 
     ``force_out[i]`` makes output i batched even if it does not depend on the batch.
     """
-    in_types = [Type(v.ty.dtype, ((B,) + v.ty.shape) if d is not None else v.ty.shape)
-                for v, d in zip(graph.invars, in_dims)]
+    in_types = [Type(v.ty.dtype, ((B,) + v.ty.shape) if d is not None else v.ty.shape,
+                     v.ty.weak) for v, d in zip(graph.invars, in_dims)]
     box = []
 
     def fn(*args):
@@ -490,8 +490,9 @@ def vmap(f, in_axes=0, out_axes=0):
         B = next(iter(sizes))
         values = [x if ax is None else move_batch(_as_value(x), ax, 0)
                   for x, ax in zip(leaves, norm)]
+        # a Python scalar (or a weak tracer of an enclosing trace) stays weakly typed per example
         types = [Type(type_of(v).dtype, type_of(v).shape[1:] if ax is not None
-                      else type_of(v).shape) for v, ax in zip(values, norm)]
+                      else type_of(v).shape, type_of(v).weak) for v, ax in zip(values, norm)]
         box = []
 
         def per_example(*xs):
