@@ -13,7 +13,7 @@ from tests.fuzz import gen, oracle  # noqa: E402
 from tests.fuzz.runner import program_seed  # noqa: E402
 
 SEED = 2024
-N = int(os.environ.get("TRACEJIT_FUZZ_SAMPLE", "800"))
+N = int(os.environ.get("TRACEJIT_FUZZ_SAMPLE", "1000"))
 
 
 @pytest.mark.parametrize("index", range(N))
