@@ -72,8 +72,6 @@ def unary(g):
     if g.val(x).dtype.kind == "c" and tmpl.startswith(("np.round", "np.floor", "np.ceil",
                                                        "np.rint", "np.sign")):
         return None                      # rounding complex: tracejit refuses (DTypeError)
-    if g.val(x).dtype.kind in "ib" and tmpl.startswith(("np.isnan", "np.isinf", "np.isfinite")):
-        return None                      # tracejit folds these to a concrete ndarray (no .at)
     return tmpl.format(x=x), [x], ["unary:" + tmpl.split("(")[0]] + tags
 
 
