@@ -175,3 +175,35 @@ def test_cumprod_gradient_is_linear_in_length_and_exact_with_zeros():
     c = np.cumprod(big)
     want = np.cumsum(c[::-1])[::-1] / big                  # no zeros here: d/dx_j = sum_i c_i/x_j
     np.testing.assert_allclose(g, want, rtol=1e-9)
+
+
+# matmul layout: free axes (0, 3, 4) of a (4, 1, 2, 1, 2) operand were merged into one strided
+# dim because the size-1 axis between them skipped the stride check (wrong jacrev of np.inner,
+# fuzz seed 101 #457); unit axes are now dropped before checking
+
+def test_matmul_does_not_merge_free_axes_across_a_unit_axis():
+    rng = np.random.default_rng(0)
+    e, a = rng.normal(size=(4, 1, 2, 1, 2)), rng.normal(size=(1, 2, 1))
+    agree(lambda e, a: np.tensordot(e, a, axes=([1, 2], [0, 1])), e, a)
+    a0 = rng.normal(size=(1, 2, 1))
+    want = tj.jit(tj.jacfwd(lambda a: np.inner(a, a)), backend="interpret")(a0)
+    np.testing.assert_allclose(tj.jit(tj.jacrev(lambda a: np.inner(a, a)))(a0), want,
+                               rtol=1e-14)
+
+
+# take from a broadcast literal (np.cross with an all-zero operand): the gather needs a slot
+# and a literal has none (KeyError in slot_of, fuzz seed 101 #443)
+
+def test_take_from_a_broadcast_literal():
+    agree(lambda a: np.cross(a, np.imag(a)), np.array([0.3, -1.2, 0.7]))
+    agree(lambda a: np.broadcast_to(a[0], (5, 2))[np.array([0, 4])] + a[1], np.arange(3.0))
+
+
+# select's JVP with a NumPy complex scalar tangent: np.complex128 counted as a Python scalar
+# when choosing the literal dtype (float64), then 0.82+0.59j failed to become a float literal
+
+def test_select_jvp_with_a_complex_scalar_tangent():
+    def f(a, b):
+        return np.where(a > 0.0, a, (0.82 + 0.59j)) * b
+    out, t = tj.jvp(f, (np.complex128(0.3 + 0.1j), np.ones(2)), (np.complex128(1.0), np.ones(2)))
+    np.testing.assert_allclose(t, [1.3 + 0.1j] * 2)

@@ -84,11 +84,18 @@ def lit(value, dtype) -> Literal:
     return Literal(value, Type(np.dtype(dtype), (), weak=True))
 
 
+def _is_py_scalar(x) -> bool:
+    # np.float64 / np.complex128 subclass float / complex but are typed values
+    return isinstance(x, (int, float, complex)) and not isinstance(x, np.generic)
+
+
 def _operands(*xs):
-    """Python scalars become literals of the dtype of the first typed operand."""
-    dt = next((ty(x).dtype for x in xs if not isinstance(x, (int, float, complex))), None)
-    return [lit(x, dt) if isinstance(x, (int, float, complex)) and not isinstance(x, np.generic)
-            else x for x in xs]
+    """Python scalars become literals of the dtype of the first typed operand (with none,
+    NumPy's weak default for the Python scalars: a complex one makes them all complex)."""
+    dt = next((ty(x).dtype for x in xs if not _is_py_scalar(x)), None)
+    if dt is None:
+        dt = np.result_type(*[type(x)(0) for x in xs])
+    return [lit(x, dt) if _is_py_scalar(x) else x for x in xs]
 
 
 def _bind(name, *xs, **params):

@@ -38,6 +38,7 @@ ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
 _MANGLINGS = (("scipy_", "64_"), ("", "64_"), ("scipy_", ""), ("", ""))
 _NAME_HINTS = ("openblas", "blas", "mkl", "flexiblas")
 _lock = threading.Lock()
+jit.register_fork_lock(_lock)
 
 
 class _Blas:

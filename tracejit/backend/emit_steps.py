@@ -30,11 +30,11 @@ def _merge(view, axes, shape):
     """(extent, element stride) of ``axes`` read as one dim, or None if not affine."""
     if not axes:
         return 1, 0
-    for a, b in zip(axes, axes[1:]):
-        if shape[b] != 1 and view.strides[a] != view.strides[b] * shape[b]:
+    inner = [a for a in axes if shape[a] != 1]     # size-1 axes have no say in the layout
+    for a, b in zip(inner, inner[1:]):
+        if view.strides[a] != view.strides[b] * shape[b]:
             return None
     extent = int(np.prod([shape[a] for a in axes], dtype=np.int64))
-    inner = [a for a in axes if shape[a] != 1]
     return extent, (view.strides[inner[-1]] if inner else 0)
 
 

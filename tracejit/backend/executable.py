@@ -136,6 +136,7 @@ _data_ptr = _init_data_ptr()
 _PLACEHOLDER = "tjgraph"      # symbol prefix while emitting; replaced by the content hash
 _modules: dict = {}           # content name -> (pointer table, arrays): loaded modules, kept
 _modules_lock = threading.Lock()
+jit.register_fork_lock(_modules_lock)
 
 
 def _fill_const_table(global_name, arrays):

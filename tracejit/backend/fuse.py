@@ -335,7 +335,8 @@ def partition(graph) -> Plan:
             g.members.add(id(outs[0]))
             plan.member_of[id(outs[0])] = g
             continue
-        if name == "take" and emit_loops.can_lower_take(eqn):
+        if name == "take" and emit_loops.can_lower_take(eqn) and \
+                not isinstance(plan.view_of(ins[0]).base, Literal):   # gathers read a slot
             g = _place_in_loop(plan, eqn, outs[0].ty.shape, ins, last_by_shape)
             plan.add_preds(g, ins)
             g.eqns.append(eqn)

@@ -112,6 +112,7 @@ UNARY = tuple(_OWN) + tuple(n for n, (_, a) in _LIBM.items() if a == 1) + tuple(
 BINARY = tuple(n for n, (_, a) in _LIBM.items() if a == 2)
 
 _lock = threading.RLock()
+jit.register_fork_lock(_lock)
 _compiled: set = set()    # names whose definitions are in the process
 _mvec = None           # (isa letter, f64 lanes, {symbol: address}) once probed; () if unavailable
 

@@ -158,6 +158,7 @@ def _emit_type_module() -> ir.Module:
 
 
 _lock = threading.Lock()
+jit.register_fork_lock(_lock)
 _slot_addresses = None
 _spec_keep = []       # PyType_Spec / members / names: kept for the life of the process
 

@@ -363,6 +363,7 @@ class _Emitter:
 # Python side
 
 _lock = threading.Lock()
+jit.register_fork_lock(_lock)
 _pool = None          # dict of ctypes functions once compiled
 _num_threads = None
 

@@ -43,13 +43,14 @@ import weakref
 import numpy as np
 
 from ..ir import Graph
-from . import emit_ops, fuse
+from . import emit_ops, fuse, jit
 
 log = logging.getLogger("tracejit")
 
 HOT_AFTER_NS = 30e6     # estimated native time of a signature's calls before it tiers up
 hot_lock = threading.Lock()        # one hot compile at a time (background or tier_up())
 _worker_lock = threading.Lock()
+jit.register_fork_lock(_worker_lock)
 _jobs: queue.SimpleQueue = queue.SimpleQueue()
 _worker = None
 _stopping = False
