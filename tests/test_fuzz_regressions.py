@@ -207,3 +207,26 @@ def test_select_jvp_with_a_complex_scalar_tangent():
         return np.where(a > 0.0, a, (0.82 + 0.59j)) * b
     out, t = tj.jvp(f, (np.complex128(0.3 + 0.1j), np.ones(2)), (np.complex128(1.0), np.ones(2)))
     np.testing.assert_allclose(t, [1.3 + 0.1j] * 2)
+
+
+# cumsum/cumprod of a value that is a broadcast constant (np.imag of a real input, zeros_like):
+# the scan kernel reads a slot and a literal has none (KeyError in slot_of, fuzz 503 #500)
+
+def test_cumulative_of_a_constant():
+    agree(lambda a: np.cumsum(np.zeros_like(a).reshape(1)), np.float64(0.3))
+    agree(lambda a: np.cumprod(np.imag(a).reshape(1, -1), axis=1) + a, np.ones(3))
+
+
+# a Python complex tangent of a complex128 primal was broadcast as a float64 literal in a JVP
+# rule (CompilerError under jit, fuzz 503 #1240): tangents take their primal's tangent type
+
+def test_python_scalar_tangent_takes_the_primals_type():
+    f = tj.jit(lambda z: tj.jvp(lambda z: z + np.arange(-1.0, 2.25, 0.5), (z,), (1.0 + 0.5j,)))
+    out, t = f(np.complex128(0.3 + 0.2j))
+    np.testing.assert_array_equal(t, np.full(7, 1.0 + 0.5j))
+
+
+# all/any over a zero-length axis returned a NumPy array inside a trace (no .at; fuzz 508 #1035)
+
+def test_all_over_an_empty_axis_is_traced():
+    agree(lambda a: np.all(a, axis=2).at[0].set(False), np.zeros((3, 1, 0)))

@@ -200,6 +200,11 @@ def jvp(fun, primals, tangents, has_aux=False):
                              f"the same shape and dtype")
     staged, leaves = _stage(fun, primals, has_aux)
     args = leaves + staged.captured
+    # a tangent has its primal's tangent type (a Python scalar tangent of a complex128 primal
+    # is complex128, not a weak float or complex literal)
+    t_leaves = [t if isinstance(t, Tracer) else
+                np.asarray(t, dtype=tangent_type(ty).dtype) if differentiable(ty) else t
+                for t, ty in zip(t_leaves, staged.in_types)]
     tans = [t if d else None for t, d in zip(t_leaves, staged.diff)]
     if current_builder() is None and not any(isinstance(a, Tracer) for a in args + t_leaves):
         # on arrays: run the JVP graph (built and compiled once per signature)

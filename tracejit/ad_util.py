@@ -195,7 +195,7 @@ def broadcast_in_dim(x, shape, dims):
     if ty(x).shape == shape:
         return x
     if isinstance(x, (int, float, complex)):
-        x = lit(x, np.float64)
+        x = lit(x, x.dtype if isinstance(x, np.generic) else np.result_type(type(x)(0)))
     from .core import current_builder
     b = current_builder()
     if b is not None and not isinstance(x, Tracer):      # an equation, not a big constant

@@ -358,7 +358,7 @@ def partition(graph) -> Plan:
             plan.producer[id(outs[0])] = step
             continue
         if name in ("cumsum", "cumprod") and isinstance(ins[0], Var) and \
-                _scan_ok(eqn):
+                isinstance(plan.view_of(ins[0]).base, Var) and _scan_ok(eqn):   # reads a slot
             step = plan.new(ScanStep, eqn)
             plan.add_preds(step, ins)
             step.writes.append(outs[0])

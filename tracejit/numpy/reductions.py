@@ -192,11 +192,12 @@ def _nonempty(a, axis):
 
 
 def _empty_truth(a, axis, keepdims, value):
-    from .creation import full
+    """all/any over an empty axis: a traced constant (so .at and writes work on it)."""
+    from ._base import filled
     t = type_of(a)
     axes = normalize_axes(axis, t.ndim)
     shape = tuple((1 if keepdims else None) if i in axes else d for i, d in enumerate(t.shape))
-    return full(tuple(d for d in shape if d is not None), value, dtype=bool)
+    return filled(tuple(d for d in shape if d is not None), value, dtypes.bool_)
 
 
 def _cumulative(prim, opname):
