@@ -207,10 +207,6 @@ def test_complex_to_bool_conversion(dtype, backend):
         assert_numpy(_run(f, backend, z), expected)
 
 
-@pytest.mark.xfail(strict=True, reason="tests/test_numpy_structural.py::test_astype still "
-                   "requires astype(bool) of complex to raise; the one-line change in "
-                   "tracejit/numpy/methods.py _astype (raise only for dt.kind in 'if') waits for "
-                   "that test to be updated")
 @pytest.mark.parametrize("dtype", ["complex64", "complex128"])
 def test_complex_astype_bool(dtype):
     z = ZB.astype(dtype)
@@ -497,8 +493,6 @@ def test_known_round_of_complex_with_nan_part():
     assert np.signbit(got.real[1])
 
 
-@pytest.mark.xfail(strict=True, reason="passes._identity removes x * 1 for complex x, but "
-                   "(nan+1j)*(1+0j) is nan+nanj in IEEE complex multiplication")
 def test_known_complex_times_literal_one():
     z = np.array([complex(nan, 1)])
     got = tj.jit(lambda a: a * 1, backend="interpret")(z)

@@ -39,3 +39,15 @@ def test_missing_ndarray_methods_say_so(method):
         tj.jit(lambda x: getattr(x, method)(0))(np.ones(3))
     with pytest.raises(AttributeError, match="no attribute 'nonsense'"):
         tj.jit(lambda x: x.nonsense)(np.ones(3))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.uint8, np.uint16, np.uint32, np.uint64])
+def test_narrow_and_unsigned_ints_are_refused_not_widened(dtype):
+    # int8 100 + 100 is -56 in NumPy; widening to int32 gave 200 (a silently different answer)
+    with pytest.raises(tj.InputError, match=np.dtype(dtype).name):
+        tj.jit(lambda x: x + x)(np.array([100, 127], dtype))
+    with pytest.raises(tj.DTypeError, match=np.dtype(dtype).name):
+        tj.jit(lambda x: x.astype(dtype))(np.ones(2))
+    # as indices they are only positions: fine
+    np.testing.assert_array_equal(tj.jit(lambda x: x[np.array([0, 2], dtype)])(np.arange(3.)),
+                                  [0., 2.])

@@ -31,10 +31,13 @@ def canonical(dtype, what="value") -> np.dtype:
     dt = np.dtype(dtype)
     if dt in SUPPORTED:
         return dt
-    mapping = {np.dtype(np.int8): int32, np.dtype(np.int16): int32, np.dtype(np.uint8): int32,
-               np.dtype(np.uint16): int32, np.dtype(np.uint32): int64}
-    if dt in mapping:
-        return mapping[dt]
+    if dt.kind in "iu":
+        # Widening would change what the program computes: NumPy wraps int8 100 + 100 to -56
+        # and keeps uint8 results uint8; a clear error, not a silently different answer.
+        raise DTypeError(f"tracejit does not support dtype {dt} for {what} yet (only int32 and "
+                         f"int64 integers): computing in a wider type would lose NumPy's "
+                         f"{dt} wrap-around and result dtype. If the wider arithmetic is what you "
+                         f"want, convert first: x.astype(np.int64).")
     raise DTypeError(f"tracejit does not support dtype {dt} for {what}; supported dtypes are "
                      f"{', '.join(str(d) for d in SUPPORTED)}. Convert with .astype(...) first.")
 

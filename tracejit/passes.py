@@ -187,7 +187,7 @@ def simplify_identities(graph: Graph) -> Graph:
     # constant arrays of ones and broadcasts of a literal 1 (the broadcast seed cotangent of a
     # gradient): x * ones = x
     ones = {id(c) for c, v in zip(graph.constvars, graph.constvals)
-            if np.size(v) and np.asarray(v).dtype.kind in "fc" and np.all(np.asarray(v) == 1)}
+            if np.size(v) and np.asarray(v).dtype.kind == "f" and np.all(np.asarray(v) == 1)}
     for eqn in graph.eqns:
         ins = tuple(subst(a) for a in eqn.invars)
         eqn = _with_ins(eqn, ins)
@@ -204,7 +204,7 @@ def simplify_identities(graph: Graph) -> Graph:
         for v in eqn.outvars:
             producer[id(v)] = eqn
         if eqn.prim is st.broadcast_in_dim_p and _is_literal(ins[0], 1) and \
-                out.ty.dtype.kind in "fc":
+                out.ty.dtype.kind == "f":
             ones.add(id(out))                # a broadcast seed of ones (e.g. sum's cotangent)
         kept.append(eqn)
     return _rebuild(graph, kept, subst)
@@ -218,14 +218,17 @@ def _identity(eqn, ins, out, producer):
     p = eqn.prim
     if p is ew.mul_p:
         for a, b in (ins, ins[::-1]):
-            if _is_literal(b, 1) and _same_type(a, out) and a.ty.dtype.kind != "b":
+            # not complex: (nan+1j) * (1+0j) is nan+nanj by the product formula, not x
+            if _is_literal(b, 1) and _same_type(a, out) and a.ty.dtype.kind in "if":
                 return a
     elif p is ew.sub_p:
         if _is_literal(ins[1], 0) and _same_type(ins[0], out):
             return ins[0]
     elif p is ew.add_p:
         for a, b in (ins, ins[::-1]):
-            if _same_type(a, out) and (_is_literal(b, 0, negzero=True) or
+            # not complex: -0.0 + 0j adds +0.0 to the imaginary part (-0.0 -> +0.0)
+            if _same_type(a, out) and ((_is_literal(b, 0, negzero=True) and
+                                        a.ty.dtype.kind == "f") or
                                        (_is_literal(b, 0) and a.ty.dtype.kind in "bi")):
                 return a
     elif p is ew.neg_p:

@@ -22,7 +22,7 @@ def _swap(fn):
 
 def _astype(self, dtype, copy=True):
     dt = dtypes.canonical(dtype, what=f"astype (converting a traced {self.ty})")
-    if dt.kind != "c" and self.dtype.kind == "c":
+    if dt.kind in "if" and self.dtype.kind == "c":
         raise TypeError(f"astype({dt}) of a complex array would discard the imaginary part; "
                         f"use .real first")
     out = convert(self, dt)
