@@ -230,3 +230,17 @@ def test_python_scalar_tangent_takes_the_primals_type():
 
 def test_all_over_an_empty_axis_is_traced():
     agree(lambda a: np.all(a, axis=2).at[0].set(False), np.zeros((3, 1, 0)))
+
+
+# products of bool arrays are bool in NumPy (any of the ands); vdot (conj of a bool is int) and
+# einsum returned int64 counts: a silently different result (found by a fuzz sweep over bools)
+
+def test_bool_products_are_bool():
+    b = np.array([[True, False, True], [False, False, True]])
+    for f in (lambda a: np.vdot(a, a), lambda a: np.einsum("ij,ij->i", a, a),
+              lambda a: np.einsum("ij,kj->ik", a, a), lambda a: np.einsum("ii", a[:, :2])):
+        want = f(b)
+        for backend in ("interpret", "llvm"):
+            got = tj.jit(f, backend=backend)(b)
+            assert np.asarray(got).dtype == np.asarray(want).dtype
+            np.testing.assert_array_equal(got, want)

@@ -94,7 +94,8 @@ def _bool_product(out, a, b):
 def vdot(a, b, /):
     from .math import conj
     from .shape import ravel
-    return dot(conj(ravel(a)), ravel(b))
+    a = ravel(a)
+    return dot(conj(a) if type_of(a).dtype.kind == "c" else a, ravel(b))   # conj(bool) is int
 
 
 @implements(np.inner)
@@ -199,7 +200,11 @@ def einsum(subscripts, *operands, optimize=False, **kwargs):
         acc_t = "".join(c for i, c in enumerate(acc_t) if i not in drop)
     if len(out) != len(acc_t) or set(out) != set(acc_t):
         raise ValueError(f"einsum: output subscript {out!r} does not match inputs")
-    return transpose(acc, tuple(acc_t.index(c) for c in out))
+    acc = transpose(acc, tuple(acc_t.index(c) for c in out))
+    if all(type_of(op).dtype.kind == "b" for op, _ in ops) and type_of(acc).dtype.kind != "b":
+        from .math import not_equal
+        acc = not_equal(acc, 0)              # NumPy: an einsum of bools is bool (any of ands)
+    return acc
 
 
 def _einsum_diagonal(op, term):
