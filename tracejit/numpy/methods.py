@@ -60,21 +60,56 @@ def _transpose(self, *axes):
 def _setitem(self, idx, value):
     """``x[idx] = v`` rebinds this tracer to the updated array (NumPy's result, no mutation of
     the caller's data). Refused where NumPy's aliasing would make a view see the change."""
-    fix = "Write `x = x.at[idx].set(v)` (or take `x = x.copy()` first) instead."
-    if self.is_input:
-        raise TracerError("assigning into an argument of the traced function (x[idx] = v) would "
-                          "mutate the caller's array in NumPy, which tracejit never does. " + fix)
-    if self.base is not None:
-        raise TracerError("assigning into a view (a slice, reshape or transpose of another "
-                          "traced array) would also change that array in NumPy. " + fix)
-    if _live_views(self):
-        raise TracerError("assigning into an array after a view of it was taken (by slicing, "
-                          "reshape or transpose) would also change the view in NumPy. " + fix)
+    _refuse_aliased_write(self, "assigning into", "x[idx] = v",
+                          "Write `x = x.at[idx].set(v)` (or take `x = x.copy()` first) instead.")
     new = indexing.update(self, idx, value, "set")
     # the update is recorded in the current trace, which may be nested inside the one that made
     # this tracer (a copy of a closed-over value): rebind both, or later uses would read the
     # outer value and lose the update (and its derivative)
     self.builder, self.irvar = new.builder, new.irvar
+
+
+def _refuse_aliased_write(t, doing, form, fix, temporary_view=False):
+    """Raise where NumPy's in-place write into ``t`` would be seen by someone else (the caller,
+    the base of a view, a live view): tracejit rebinds instead, which only matches NumPy when
+    nobody else can observe the array. ``temporary_view``: ``t`` is a view nobody holds (the
+    ``y[1:]`` of ``y[1:] += v``, which Python writes back with ``y[1:] = ...``)."""
+    if t.is_input:
+        raise TracerError(f"{doing} an argument of the traced function ({form}) would mutate the "
+                          f"caller's array in NumPy, which tracejit does not do yet. {fix}")
+    if t.base is not None and not temporary_view:
+        raise TracerError(f"{doing} a view (a slice, reshape or transpose of another traced "
+                          f"array; {form}) would also change that array in NumPy. {fix}")
+    if _live_views(t):
+        raise TracerError(f"{doing} an array after a view of it was taken (by slicing, reshape "
+                          f"or transpose; {form}) would also change the view in NumPy. {fix}")
+
+
+def _inplace(fn, symbol):
+    """``x op= v``: NumPy writes into x (x keeps its dtype and shape). Here the tracer is
+    rebound to the result where no one else can see x, and refused where NumPy's write would
+    be observed; a result that NumPy could not store in x raises as NumPy does."""
+    def method(self, other):
+        # CPython references: the caller's stack, ``self``, getrefcount's argument, and the
+        # base's list of views; one more is a name (``v = y[:2]; v += 1``: y must change too)
+        viewed = self.base.viewed if self.base is not None else None
+        listed = sum(v is self for v in viewed) if isinstance(viewed, list) else 0
+        temporary = self.base is not None and sys.getrefcount(self) <= 3 + listed
+        _refuse_aliased_write(self, "updating", f"x {symbol}= v",
+                              f"Write `x = x {symbol} v` (a new array) instead.", temporary)
+        out = fn(self, other)
+        if out.shape != self.shape:
+            raise ValueError(f"non-broadcastable output operand with shape {self.shape} doesn't "
+                             f"match the broadcast shape {out.shape} (x {symbol}= v)")
+        if out.dtype != self.dtype:
+            if not np.can_cast(out.dtype, self.dtype, casting="same_kind"):
+                raise TypeError(f"Cannot cast ufunc output from dtype('{out.dtype}') to "
+                                f"dtype('{self.dtype}') with casting rule 'same_kind' (x "
+                                f"{symbol}= v keeps x's dtype)")
+            out = convert(out, self.dtype)
+        return out
+    method.__name__ = f"__i{fn.__name__.strip('_')}__"
+    return method
 
 
 def _add_view(base, view):
@@ -160,6 +195,12 @@ _PROPERTIES = {
     "at": lambda self: indexing._AtIndexer(self),
     "flat": None,
 }
+
+_INPLACE = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
+            "pow": "**", "matmul": "@", "and": "&", "or": "|", "xor": "^", "lshift": "<<",
+            "rshift": ">>"}
+for _op, _sym in _INPLACE.items():
+    _METHODS[f"__i{_op}__"] = _inplace(_METHODS[f"__{_op}__"], _sym)
 
 for _name, _fn in _METHODS.items():
     setattr(Tracer, _name, _fn)
