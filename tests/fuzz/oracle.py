@@ -251,7 +251,7 @@ def check_case(case, prog, opts):
             raise Finding("held-corruption", label, f"the result of {when}, held by the "
                           f"caller, changed during later calls", f"{label}: held result")
     if case.reference is not None:          # e.g. vmap against a loop of the interpreter
-        case.reference(exp1, tol)
+        case.reference(exp1, tol, mag)
     return exp1
 
 

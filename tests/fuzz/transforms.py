@@ -244,11 +244,11 @@ def _vmap_case(prog, fun, name, rng=None):
         out_ax = int(rng.choice([0, -1] + ([1] if rank >= 1 else [])))
     vf = tj.vmap(fun, in_axes=tuple(axes), out_axes=out_ax)
 
-    def reference(exp1, tol):
+    def reference(exp1, tol, mag=0.0):
         per = [leaves(fi(*_element(in1, axes, b))) for b in range(BATCH)]
         stacked = [np.stack([p[k] for p in per], axis=out_ax) for k in range(len(per[0]))]
         _as_vmap_mismatch(lambda: compare(leaves(exp1), stacked, f"{name}: vmap vs loop",
-                                          tol=tol))
+                                          tol=tol, mag=mag))
     label = name if rng is None else f"{name}(in_axes={tuple(axes)}, out_axes={out_ax})"
     return Case(label, vf, in1, in2, reference=reference)
 
@@ -263,13 +263,13 @@ def _grad_of_vmap_case(prog, loss, grad, diff, name):
     fun = tj.grad(lambda *a: np.sum(vloss(*a)), argnums=diff)
     gi = tj.jit(grad, backend="interpret")
 
-    def reference(exp1, tol):
+    def reference(exp1, tol, mag=0.0):
         per = [leaves(gi(*_element(in1, axes, b))) for b in range(BATCH)]
         want = [np.stack([p[k] for p in per]) if axes[i] is not None else
                 np.sum([p[k] for p in per], axis=0).astype(per[0][k].dtype)
                 for k, i in enumerate(diff)]
         _as_vmap_mismatch(lambda: compare(leaves(exp1), want, f"{name}: vs loop of grads",
-                                          tol=tol))
+                                          tol=tol, mag=mag))
     return Case(name, fun, in1, in2, reference=reference)
 
 
