@@ -1,7 +1,8 @@
 """``trace`` (alias ``jit``): trace once per input signature, simplify, compile, cache.
 
-The signature of a call is its pytree structure, (dtype, shape, weak) of every array leaf and the
-values of static arguments. A per-function LRU cache maps signatures to compiled executables;
+The signature of a call is its pytree structure, (dtype, shape, weak) of every array leaf, the
+values of static arguments and, per Python-int leaf, whether it fits int32 and its sign
+(``numpy.intrange``: NumPy's result can depend on them; a graph that does gets no native entry). A per-function LRU cache maps signatures to compiled executables;
 ``cache_info()`` counts hits, misses and traces, and ``config.log_retraces`` explains each retrace
 by the argument path that changed. Python side effects of the function happen while tracing only.
 
@@ -74,9 +75,19 @@ def leaf_type(x, path: str) -> Type:
 
 
 class Signature(NamedTuple):
+    """The cache key of a call. ``int_ranges``: per leaf, the IntRange of a Python int (does it
+    fit int32, its sign: what NumPy's treatment of the int can depend on), else None."""
     treedef: Any
     types: tuple
     static: tuple
+    int_ranges: tuple = ()
+
+
+def int_ranges(leaves) -> tuple:
+    """Signature.int_ranges of these leaves (empty when no leaf is a Python int)."""
+    from .numpy import intrange
+    ranges = tuple(intrange.of(x) if type(x) is int else None for x in leaves)
+    return ranges if any(r is not None for r in ranges) else ()
 
 
 _cache_lock = threading.Lock()       # every Traced's _cache, _pending and counters
@@ -123,6 +134,9 @@ class Compiled:
         self.backend = backend
         self.executable = _compile(graph, backend)
         self.specialized = False          # native fast-path entry built (see Traced)
+        # (leaf, IntRange field, value) facts about Python-int arguments the graph relies on:
+        # reused for other ranges that agree on them; no native entry when there are any
+        self.range_facts = frozenset()
 
     def __call__(self, leaves):
         args = [np.asarray(x, dtype=v.ty.dtype) for x, v in zip(leaves, self.graph.invars)]
@@ -135,7 +149,8 @@ class Compiled:
         eligible (static arguments, keyword arguments, nested pytrees, non-native executable)."""
         from .backend import pyabi
         from .backend.executable import _raise
-        if self.backend != "llvm" or not getattr(self.executable, "entry_ok", False):
+        if self.backend != "llvm" or not getattr(self.executable, "entry_ok", False) or \
+                self.range_facts:
             return None
         td = sig.treedef
         if sig.static or td.kind is not tuple or len(td.children) != 2:
@@ -159,8 +174,11 @@ class Compiled:
                 inputs.append(("array", t.dtype, t.shape))
         outputs = tuple((v.ty.dtype, v.ty.shape) for v in self.graph.outvars)
         work = sum(t.size for t in sig.types) + sum(int(np.prod(s)) for _, s in outputs)
+        # loops can run long on small data (other Python threads must not freeze meanwhile);
+        # releasing the GIL costs ~0.1 us, so only tiny straight-line kernels keep it
+        loops = any(e.prim.kind == "control" for e in self.graph.eqns)
         return pyabi.EntrySpec(tuple(inputs), outputs, return_tuple=return_tuple,
-                               release_gil=work >= 100_000, on_error=_raise)
+                               release_gil=loops or work >= 100_000, on_error=_raise)
 
 
 def _compile(graph: Graph, backend: str):
@@ -235,7 +253,7 @@ class Traced:
         leaves, treedef = tree.flatten((tuple(dyn_args), dyn_kwargs))
         paths = tree.leaf_paths(treedef)
         types = tuple(leaf_type(x, _pretty_path(p, self._sig)) for x, p in zip(leaves, paths))
-        return leaves, Signature(treedef, types, tuple(static))
+        return leaves, Signature(treedef, types, tuple(static), int_ranges(leaves))
 
     def _rebuild_args(self, args, kwargs, sig: Signature, tracers):
         dyn_args, dyn_kwargs = tree.unflatten(sig.treedef, tracers)
@@ -245,16 +263,23 @@ class Traced:
         return full, kw
 
     # tracing -----------------------------------------------------------------------------------
-    def trace_graph(self, args, kwargs, sig: Signature | None = None, count: bool = True):
+    def trace_graph(self, args, kwargs, sig: Signature | None = None, count: bool = True,
+                    facts: list | None = None):
         """Trace for the signature of ``args``: (raw graph, output treedef); ``count`` it in
-        ``cache_info().traces``."""
+        ``cache_info().traces``. ``facts`` gets the trace's ``intrange.Facts`` appended."""
+        from .numpy import intrange
+        call_leaves, call_sig = self._split(args, kwargs)
         if sig is None:
-            _, sig = self._split(args, kwargs)
+            sig = call_sig
         out_tree_box = []
 
         def flat_fun(*tracers):
             full, kw = self._rebuild_args(args, kwargs, sig, tracers)
-            out = self.fun(*full, **kw)
+            ranges = sig.int_ranges or (None,) * len(tracers)
+            with intrange.arguments(tracers, ranges, call_leaves) as used:
+                out = self.fun(*full, **kw)
+            if facts is not None:
+                facts.append(used)
             leaves, out_tree = tree.flatten(out)
             out_tree_box.append(out_tree)
             return leaves
@@ -266,13 +291,35 @@ class Traced:
         assert not captured
         return graph, out_tree_box[0]
 
+    def _compatible_entry(self, sig: Signature) -> Compiled | None:
+        """A cached trace of ``sig`` up to its Python ints' ranges that relied on no range
+        fact in which ``sig`` differs (``Compiled.range_facts``): valid for ``sig`` as is."""
+        if not sig.int_ranges:
+            return None
+        base, rest = sig._replace(int_ranges=()), self._key(sig)[1:]
+        with _cache_lock:
+            for key, entry in self._cache.items():
+                s = key[0]
+                if key[1:] == rest and s.int_ranges and s._replace(int_ranges=()) == base and \
+                        all(getattr(sig.int_ranges[i], field) == value
+                            for i, field, value in entry.range_facts):
+                    return entry
+        return None
+
     def _compile_sig(self, args, kwargs, sig: Signature) -> Compiled:
+        reuse = self._compatible_entry(sig)
+        if reuse is not None:
+            return reuse
         if config.log_retraces and self._last_sig is not None:
             log.warning("tracejit: retracing %s: %s", self.__name__,
                         _explain(self._last_sig, sig, self._sig))
-        raw, out_tree = self.trace_graph(args, kwargs, sig)
+        facts = []
+        raw, out_tree = self.trace_graph(args, kwargs, sig, facts=facts)
         graph = simplify(raw)
-        return Compiled(graph, raw, out_tree, self.backend or config.backend)
+        compiled = Compiled(graph, raw, out_tree, self.backend or config.backend)
+        # valid only for Python ints of these ranges, which the native entry cannot check
+        compiled.range_facts = frozenset().union(*[f.used for f in facts])
+        return compiled
 
     # calling -----------------------------------------------------------------------------------
     def _key(self, sig):
@@ -491,4 +538,8 @@ def _explain(old: Signature, new: Signature, sig) -> str:
     paths = tree.leaf_paths(new.treedef)
     diffs = [f"{_pretty_path(p, sig)} changed from {a} to {b}"
              for p, a, b in zip(paths, old.types, new.types) if a != b]
+    if not diffs and old.int_ranges != new.int_ranges:
+        diffs = [f"{_pretty_path(p, sig)} changed from a {a} to a {b}" for p, a, b in
+                 zip(paths, old.int_ranges or (None,) * len(paths),
+                     new.int_ranges or (None,) * len(paths)) if a != b]
     return "; ".join(diffs) or "cache entry evicted (LRU)"

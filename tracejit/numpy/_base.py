@@ -13,6 +13,9 @@ from ..errors import ShapeError
 from ..ir import Literal
 from ..ops import elementwise as ew
 from ..ops import structural as st
+from . import intrange
+
+_COMPARISONS = (ew.lt_p, ew.le_p, ew.gt_p, ew.ge_p, ew.eq_p, ew.ne_p)
 
 
 def has_tracer(args) -> bool:
@@ -66,6 +69,10 @@ def convert(x, dtype, weak=False):
     if isinstance(x, Tracer):
         if x.dtype == dtype:
             return x
+        if x.ty.weak and x.dtype.kind == "i" and dtype in (dtypes.float32, dtypes.complex64):
+            # NumPy converts a Python int through a double (a Literal does so too): rounding
+            # int64 -> float32 directly can differ in the last bit from that double rounding
+            x = ew.convert_p.bind(x, dtype=dtypes.float64)
         if dtype == dtypes.bool_ and x.dtype.kind == "c":
             # NumPy: a complex number is true when its real or imaginary part is nonzero (the
             # convert primitive refuses complex -> real, which would drop the imaginary part)
@@ -132,6 +139,16 @@ def elementwise(prim, opname, *args, dtype=None, kinds=None):
     dt, weak = result_type(*args)
     if dtype is not None:
         dt = np.dtype(dtype)
+    if intrange.narrows(dt) and any(intrange.is_weak_int(a) for a in args):
+        # a Python int next to an int32 array: exact comparisons, NumPy's OverflowError
+        if prim in _COMPARISONS:
+            exact = intrange.compare(prim, *args, dt)
+            if exact is not None:
+                return exact
+        else:
+            for a in args:
+                if intrange.is_weak_int(a):
+                    intrange.check_narrowing(a, dt)
     ops = [convert(a, dt, weak) for a in args]
     shapes = [shape_of(a) for a in ops]
     shape = broadcast_shapes(opname, *shapes)

@@ -35,7 +35,9 @@ def ones(shape, dtype=float, order="C"):
     return np.ones(_static_shape(shape, "ones"), dtype=dtype)
 
 
-empty = zeros             # never hand out uninitialised memory
+def empty(shape, dtype=float, order="C"):
+    """Zeros: tracejit never hands out uninitialised memory."""
+    return np.zeros(_static_shape(shape, "empty"), dtype=dtype)
 
 
 def eye(N, M=None, k=0, dtype=float, order="C"):

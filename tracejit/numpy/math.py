@@ -415,11 +415,13 @@ def _no_bool(*xs):
 @implements(np.power)
 def power(x1, x2, /):
     """x1 ** x2. A Python-int exponent becomes integer_pow (exact repeated multiplication)."""
+    # (-64 <= n, not abs(n): this module's abs is NumPy's, which wraps -2**63)
     if isinstance(x2, (int, np.integer)) and not isinstance(x2, bool) and \
-            isinstance(x1, Tracer) and abs(int(x2)) <= 64:
+            isinstance(x1, Tracer) and -64 <= int(x2) <= 64:
         n = int(x2)
         if n < 0 and x1.dtype.kind in "bi":
-            raise ValueError("Integers to negative integer powers are not allowed.")
+            from .intrange import int_exponent_sign
+            int_exponent_sign(n)                 # raises NumPy's ValueError, at the user's line
         if x1.dtype.kind == "b":
             x1 = convert(x1, dtypes.int64)
         if n == 1:
@@ -434,21 +436,31 @@ def power(x1, x2, /):
 def _int_power(x1, x2, dt, weak):
     """Integer power by binary exponentiation over all 63 exponent bits (wraps like NumPy).
 
-    NumPy raises for a negative exponent; a traced one cannot raise, so it is defined as the
-    truncated 1 / x**-n: 1 for x == 1, +-1 for x == -1, 0 otherwise (x == 0 gives 0 too).
+    NumPy raises for a negative exponent, and so does this when the sign is known at trace time
+    (a literal, a concrete array, a Python-int argument: its sign is in the signature). A
+    traced array exponent cannot raise (no run-time check exists): a negative one gives the
+    truncated 1 / x**-n, 1 for x == 1, +-1 for x == -1, 0 otherwise (x == 0 gives 0 too), on
+    every backend.
     """
     from .logic import where
+    from .intrange import check_narrowing, int_exponent_sign
     if dt == dtypes.bool_:
         dt = dtypes.int64
+    for a in (x1, x2):                   # NumPy's OverflowError for an out-of-range Python int
+        if _weak(a) and type_of(a).dtype.kind == "i":
+            check_narrowing(a, dt)
+    nonneg = int_exponent_sign(x2)
     x1, x2 = [a if isinstance(a, Tracer) else np.asarray(getattr(a, "value", a), dt)
               for a in (convert(x1, dt, weak), convert(x2, dt, weak))]
-    neg = less(x2, 0)
-    e = where(neg, negative(x2), x2)
+    neg = None if nonneg else less(x2, 0)
+    e = x2 if nonneg else where(neg, negative(x2), x2)
     result, base = np.asarray(1, dt), x1
     for _ in range(63 if dt == dtypes.int64 else 31):
         result = where(equal(remainder(e, 2), 1), multiply(result, base), result)
         base = multiply(base, base)
         e = floor_divide(e, 2)
+    if nonneg:
+        return result
     one = equal(x1, 1)
     minus_one = equal(x1, -1)
     inv = where(one, 1, where(minus_one, result, 0))
@@ -500,8 +512,9 @@ def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None):  # noqa: A
     """Clip to [a_min, a_max] (either may be None; NumPy 2's min=/max= too). NaN stays NaN."""
     if out is not None:
         raise UnsupportedError("clip(out=...) would write into an array; use the return value")
-    a_min = min if a_min is None else a_min
-    a_max = max if a_max is None else a_max
+    from .intrange import clip_bound
+    a_min = clip_bound(a, min if a_min is None else a_min, is_max=False)
+    a_max = clip_bound(a, max if a_max is None else a_max, is_max=True)
     if a_min is not None:
         a = maximum(a, a_min)
     if a_max is not None:

@@ -1,0 +1,229 @@
+"""Python ints next to narrower integer arrays, as NumPy 2 (NEP 50) treats them.
+
+NumPy knows the value of a Python int: ``int32_array < 2**40`` is exact (all True) and
+``int32_array + 2**40`` raises ``OverflowError: Python integer ... out of bounds for int32``. A
+traced Python-int argument is an ``i64`` weak tracer whose value is unknown at trace time, so:
+
+- The call signature records an :class:`IntRange` per Python-int argument (fits int32 or not,
+  and its sign); ``arguments`` makes those facts visible to the trace. The trace records each
+  fact it relies on (``Facts.used``): its graph is reused for a call whose ints differ only in
+  facts it did not rely on (no retrace), and a graph relying on any fact gets no native fast
+  path entry (that entry does not check ranges).
+- Comparisons with a traced weak int are exact for every int64 value (``compare``): the int is
+  clamped to the array's range and the clamped-away cases fixed up with scalar flags, so they
+  need no fact. Literal ints are folded when out of range.
+- Arithmetic (every other integer ufunc) raises NumPy's OverflowError at trace time for a
+  literal or an argument known to be out of range (``check_narrowing``). A weak int computed
+  inside the trace (``k + 1``) has no recorded range; converting it wraps, as an int64 -> int32
+  cast does.
+
+Invariant: the registry maps ``id(var)`` of the current trace's input vars, which the trace
+keeps alive, to their range; it is reset when the trace ends.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from typing import NamedTuple
+
+import numpy as np
+
+from .. import dtypes
+from ..core import Tracer, type_of
+from ..errors import _with_location
+from ..ir import Literal
+
+
+class IntRange(NamedTuple):
+    """What the cache key records about a Python-int argument (its value is traced)."""
+    fits_int32: bool
+    negative: bool
+
+    def __str__(self):
+        sign = "negative" if self.negative else "non-negative"
+        return f"{sign} int {'within' if self.fits_int32 else 'outside'} the int32 range"
+
+
+def of(value: int) -> IntRange:
+    """The range class of a Python int (ints outside int64 fail later, at conversion)."""
+    info = np.iinfo(np.int32)
+    return IntRange(bool(info.min <= value <= info.max), value < 0)
+
+
+class Facts:
+    """The ranges of one trace's Python-int inputs; ``used``: the (leaf index, IntRange field,
+    value) the graph relies on."""
+
+    def __init__(self):
+        self.ranges: dict = {}         # id(input var) -> (IntRange, value, leaf index)
+        self.used: set = set()
+
+
+_facts: contextvars.ContextVar = contextvars.ContextVar("tracejit_int_facts", default=None)
+
+
+@contextlib.contextmanager
+def arguments(tracers, ranges, values):
+    """Record, while the body traces, the range of each input tracer whose ``ranges`` entry
+    is an IntRange (``values``: the call's Python ints, for error messages only: a trace that
+    raises is not cached, so the message is about this call's value)."""
+    facts = Facts()
+    for i, (t, r, v) in enumerate(zip(tracers, ranges, values)):
+        if r is not None:
+            facts.ranges[id(t.irvar)] = (r, v, i)
+    token = _facts.set(facts)
+    try:
+        yield facts
+    finally:
+        _facts.reset(token)
+
+
+def _known(x):
+    """(IntRange, value, leaf index) of a traced Python-int argument of the current trace, or
+    None."""
+    facts = _facts.get()
+    if facts is None or not isinstance(x, Tracer):
+        return None
+    return facts.ranges.get(id(x.irvar))
+
+
+def _rely(known, field):
+    """Record that the graph is valid only for ints with this argument's ``field``."""
+    _facts.get().used.add((known[2], field, getattr(known[0], field)))
+
+
+def is_weak_int(x) -> bool:
+    t = type_of(x)
+    return t.weak and t.dtype.kind == "i"
+
+
+def _python_int(x):
+    """The value of a concrete weak int (Python int or weak Literal), else None."""
+    if isinstance(x, Literal):
+        return int(x.value) if x.ty.weak and x.ty.dtype.kind == "i" else None
+    if type(x) is int:
+        return x
+    return None
+
+
+def narrows(dtype) -> bool:
+    """A weak int converted to ``dtype`` may not fit (an integer dtype narrower than int64)."""
+    dtype = np.dtype(dtype)
+    return dtype.kind == "i" and dtype.itemsize < 8
+
+
+def _overflow(value, dtype):
+    return OverflowError(_with_location(f"Python integer {value} out of bounds for {dtype}"))
+
+
+def _fits(value, dtype) -> bool:
+    info = np.iinfo(dtype)
+    return info.min <= value <= info.max
+
+
+def check_narrowing(x, dtype):
+    """Before an arithmetic ufunc converts the weak int ``x`` to ``dtype``: NumPy's
+    OverflowError when it is known not to fit; a recorded fact when the graph relies on it
+    fitting. Anything else passes."""
+    if not narrows(dtype):
+        return
+    value = _python_int(x)
+    if value is not None:
+        if not _fits(value, dtype):
+            raise _overflow(value, np.dtype(dtype))
+        return
+    known = _known(x)
+    if known is not None:
+        if not known[0].fits_int32:
+            raise _overflow(known[1], np.dtype(dtype))
+        _rely(known, "fits_int32")
+
+
+_FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
+
+
+def compare(prim, x1, x2, dtype):
+    """``prim(x1, x2)`` (a comparison) exactly, where one operand is a weak int and ``dtype``
+    (the promoted dtype) is narrower than it: None when neither operand needs it."""
+    from ..ops import elementwise as ew
+    from ._base import broadcast_shapes, elementwise, filled, shape_of
+    from .math import logical_and, logical_not, logical_or
+    if not narrows(dtype):
+        return None
+    name = prim.name
+    if is_weak_int(x1) and not is_weak_int(x2):
+        x1, x2, name = x2, x1, _FLIP[name]           # the weak int on the right: x OP k
+    elif not is_weak_int(x2) or is_weak_int(x1):
+        return None
+    info = np.iinfo(dtype)
+    value = _python_int(x2)
+    prims = {p.name: p for p in (ew.lt_p, ew.le_p, ew.gt_p, ew.ge_p, ew.eq_p, ew.ne_p)}
+    if value is not None:
+        if _fits(value, dtype):
+            return None
+        # every value of x is on the same side of k: the answer is a constant
+        above = value > info.max
+        answer = {"lt": above, "le": above, "gt": not above, "ge": not above,
+                  "eq": False, "ne": True}[name]
+        shape = broadcast_shapes(name, shape_of(x1), ())
+        return filled(shape, answer, dtypes.bool_)
+    if not isinstance(x2, Tracer):
+        return None
+    # x OP k == x OP clamp(k), corrected where clamping moved k (one side of the whole range)
+    from ._base import convert
+    k = elementwise(ew.min_p, "minimum", elementwise(ew.max_p, "maximum", x2, int(info.min)),
+                    int(info.max))
+    c = convert(k, dtype)
+    above = elementwise(ew.gt_p, "greater", x2, int(info.max))
+    below = elementwise(ew.lt_p, "less", x2, int(info.min))
+    r = elementwise(prims[name], name, convert(x1, dtype), c)
+    if name == "lt":
+        return logical_or(r, above)
+    if name == "le":
+        return logical_and(r, logical_not(below))
+    if name == "gt":
+        return logical_or(r, below)
+    if name == "ge":
+        return logical_and(r, logical_not(above))
+    out = logical_or(above, below)
+    return logical_or(r, out) if name == "ne" else logical_and(r, logical_not(out))
+
+
+def clip_bound(a, bound, is_max):
+    """NumPy's clip ignores a Python-int bound beyond the array dtype's range on the side that
+    cannot restrict (``a_max`` above the maximum); beyond the other side it raises (through
+    maximum/minimum). The bound to use, or None to drop it."""
+    dt = type_of(a).dtype
+    if bound is None or not narrows(dt):
+        return bound
+    value = _python_int(bound)
+    if value is not None:
+        return None if (value > np.iinfo(dt).max if is_max else value < np.iinfo(dt).min) \
+            else bound
+    known = _known(bound)
+    if known is not None and not known[0].fits_int32 and known[0].negative != is_max:
+        _rely(known, "fits_int32")
+        _rely(known, "negative")
+        return None
+    return bound
+
+
+def int_exponent_sign(x2):
+    """For an integer power: raise NumPy's ValueError when the exponent is known to be
+    negative (a literal, a concrete array or a Python-int argument); True when it is known to
+    be non-negative, False when only the run time knows."""
+    value = _python_int(x2)
+    if value is None and not isinstance(x2, Tracer):
+        arr = np.asarray(getattr(x2, "value", x2))
+        negative, known = bool((arr < 0).any()), True
+    elif value is not None:
+        negative, known = value < 0, True
+    else:
+        k = _known(x2)
+        if k is None:
+            return False
+        _rely(k, "negative")
+        negative, known = k[0].negative, True
+    if negative:
+        raise ValueError(_with_location("Integers to negative integer powers are not allowed."))
+    return known
