@@ -244,3 +244,21 @@ def test_bool_products_are_bool():
             got = tj.jit(f, backend=backend)(b)
             assert np.asarray(got).dtype == np.asarray(want).dtype
             np.testing.assert_array_equal(got, want)
+
+
+# OPEN (fuzz seed 302 #3554): the Hessian through a while_loop whose body holds a cond: the
+# batched (vmapped) linear pass instantiates a symbolic-zero tangent of the loop's tape, a stack
+# whose length is known only at run time, as a broadcast to shape (None, ...). It is reported
+# as a CompilerError (never a wrong value); the fix needs zeros shaped like an existing stack.
+
+import pytest  # noqa: E402
+
+
+@pytest.mark.xfail(strict=True, raises=tj.CompilerError,
+                   reason="zero tangent of a while-loop tape under vmap (see the comment above)")
+def test_hessian_through_a_while_loop_with_a_cond():
+    def f(a1, a2):
+        v0 = tj.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, tj.cond(
+            c[1] > 0.5, lambda z: z * 0.9, lambda z: z * 0.5 + np.sin(z), c[1])), (0, a2))[1]
+        return np.sum(np.power(np.abs(v0) + 0.5, a1))
+    tj.jit(tj.hessian(f, argnums=(0, 1)), backend="interpret")(np.array([0.3]), 0.7)
