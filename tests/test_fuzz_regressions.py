@@ -246,19 +246,20 @@ def test_bool_products_are_bool():
             np.testing.assert_array_equal(got, want)
 
 
-# OPEN (fuzz seed 302 #3554): the Hessian through a while_loop whose body holds a cond: the
-# batched (vmapped) linear pass instantiates a symbolic-zero tangent of the loop's tape, a stack
-# whose length is known only at run time, as a broadcast to shape (None, ...). It is reported
-# as a CompilerError (never a wrong value); the fix needs zeros shaped like an existing stack.
+# Hessians through a while_loop (fuzz 302 #3554, 305 #1159): the batched linear pass
+# instantiated a symbolic-zero tangent of the loop's tape, a stack of run-time length, as a
+# broadcast to shape (None, ...) (a CompilerError). A zero stack now takes its length from
+# another stack the scan reads (ad_util.zeros_like_stack).
 
-import pytest  # noqa: E402
-
-
-@pytest.mark.xfail(strict=True, raises=tj.CompilerError,
-                   reason="zero tangent of a while-loop tape under vmap (see the comment above)")
 def test_hessian_through_a_while_loop_with_a_cond():
     def f(a1, a2):
         v0 = tj.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, tj.cond(
             c[1] > 0.5, lambda z: z * 0.9, lambda z: z * 0.5 + np.sin(z), c[1])), (0, a2))[1]
         return np.sum(np.power(np.abs(v0) + 0.5, a1))
-    tj.jit(tj.hessian(f, argnums=(0, 1)), backend="interpret")(np.array([0.3]), 0.7)
+    args = (np.array([0.3]), 0.7)
+    for backend in ("interpret", "llvm"):
+        h = tj.jit(tj.hessian(f, argnums=(0, 1)), backend=backend)(*args)
+        fwd = tj.jit(tj.jacfwd(tj.jacfwd(f, argnums=(0, 1)), argnums=(0, 1)),
+                     backend=backend)(*args)
+        for a, b in zip(tj.tree.flatten(h)[0], tj.tree.flatten(fwd)[0]):
+            np.testing.assert_allclose(np.ravel(a), np.ravel(b), rtol=1e-10)

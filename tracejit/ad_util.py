@@ -118,6 +118,16 @@ def _add_stacks(x, y):
     assert not captured
     return _p("scan").bind(x, y, body=body, length=None, reverse=False, n_consts=0,
                            n_carry=0)[0]
+def zeros_like_stack(like, t: Type):
+    """Zeros of the stack type ``t`` with the run-time length of the stack ``like``: a scan
+    over ``like``'s rows emitting a zero row each (a broadcast cannot have a run-time length)."""
+    from .core import make_graph
+    body, captured = make_graph(lambda r: [zeros(t.row)], [ty(like).row])
+    assert not captured
+    return _p("scan").bind(like, body=body, length=None, reverse=False, n_consts=0,
+                           n_carry=0)[0]
+
+
 def sub(x, y): return _bind("sub", x, y)
 def mul(x, y): return _bind("mul", x, y)
 def div(x, y): return _bind("div", x, y)

@@ -173,7 +173,7 @@ def eval_linear(lin: Graph, n_res: int, residuals, tangents):
         if lin_ins and all(is_zero(x) for x in lin_ins):
             outs = [Zero(tangent_type(v.ty)) for v in eqn.outvars]
         else:
-            ins = [instantiate_zero(x) for x in ins]
+            ins = [instantiate_zero(x, ins) for x in ins]
             outs = eqn.prim.bind(*ins, **eqn.params)
             outs = outs if eqn.prim.multiple_results else [outs]
         for v, x in zip(eqn.outvars, outs):
@@ -181,6 +181,14 @@ def eval_linear(lin: Graph, n_res: int, residuals, tangents):
     return [read(a) for a in lin.outvars]
 
 
-def instantiate_zero(x):
-    from ..ad_util import instantiate
+def instantiate_zero(x, operands=()):
+    """A Zero as an actual zero value. A zero *stack* (a while loop's tape tangent, run-time
+    length) takes its length from another stack among the equation's ``operands`` (the stacks
+    a scan reads all have one length)."""
+    from ..ad_util import instantiate, is_zero, ty, zeros_like_stack
+    if is_zero(x) and x.ty.dynamic:
+        like = next((o for o in operands if not is_zero(o) and not isinstance(o, Literal)
+                     and ty(o).dynamic), None)
+        if like is not None:
+            return zeros_like_stack(like, x.ty)
     return instantiate(x)
