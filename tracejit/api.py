@@ -29,7 +29,7 @@ import numpy as np
 from . import dtypes, tree
 from .config import _on_code_change, config
 from .core import Tracer, make_graph
-from .errors import InputError
+from .errors import InputError, numpy_shape_from_tracer
 from .ir import Graph, Type
 from .passes import simplify
 
@@ -277,7 +277,13 @@ class Traced:
             full, kw = self._rebuild_args(args, kwargs, sig, tracers)
             ranges = sig.int_ranges or (None,) * len(tracers)
             with intrange.arguments(tracers, ranges, call_leaves) as used:
-                out = self.fun(*full, **kw)
+                try:
+                    out = self.fun(*full, **kw)
+                except TypeError as exc:
+                    better = numpy_shape_from_tracer(exc)
+                    if better is None:
+                        raise
+                    raise better from None
             if facts is not None:
                 facts.append(used)
             leaves, out_tree = tree.flatten(out)

@@ -108,6 +108,28 @@ class NaNError(TracerError, FloatingPointError):
     """Raised under ``config.debug_nans`` at the first equation that produced a NaN."""
 
 
+def numpy_shape_from_tracer(exc: BaseException) -> "ConcretizationError | None":
+    """NumPy's creation functions (``np.zeros(n)``, ``np.ones(n)``, ``np.full(n, v)``) turn a
+    traced ``n`` into their own bare TypeError (they call ``__index__`` and discard its
+    ConcretizationError). Recognise it and say what happened, at the user's line."""
+    text = str(exc)
+    if not isinstance(exc, TypeError) or isinstance(exc, TracerError) or "Tracer<" not in text \
+            or "integer" not in text:
+        return None
+    where, tb = None, exc.__traceback__
+    while tb is not None:                    # the innermost frame of the user's code
+        if not _is_internal(tb.tb_frame.f_code.co_filename):
+            where = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    err = ConcretizationError.__new__(ConcretizationError)
+    Exception.__init__(err, "Using a traced value as a shape (e.g. np.zeros(n) with a traced n) "
+                       "needs a concrete value, but it is only known when the compiled "
+                       "function runs. Shapes must be static: pass n with static_argnums / "
+                       f"static_argnames. (NumPy said: {text})" +
+                       (f"\n  at {where}" if where else ""))
+    return err
+
+
 class CompilerError(RuntimeError):
     """A bug in tracejit itself: an internal failure in a compiler stage (simplification, a
     transform, fusion, buffer planning, LLVM emission or compilation). The message names the
