@@ -263,3 +263,23 @@ def test_hessian_through_a_while_loop_with_a_cond():
                      backend=backend)(*args)
         for a, b in zip(tj.tree.flatten(h)[0], tj.tree.flatten(fwd)[0]):
             np.testing.assert_allclose(np.ravel(a), np.ravel(b), rtol=1e-10)
+
+
+# complex sin/cos/cosh with a zero imaginary part: the result's zero imaginary part kept the
+# input's sign instead of the product's (cos(2 + 0j) is -0.416 - 0j in NumPy); np.angle then
+# gave +pi for -pi (fuzz 401 #107)
+
+def test_complex_trig_zero_imaginary_signs():
+    z = np.array([2 + 0j, complex(2, -0.0), -1 + 0j, complex(-1, -0.0), 0.5 + 0j,
+                  complex(np.inf, 0), complex(800, 0), complex(-800, -0.0), complex(np.nan, 0),
+                  complex(-0.0, 0), complex(3, -0.0)])
+    fs = (np.cos, np.sin, np.cosh, np.sinh, np.exp, np.tanh)
+    with np.errstate(all="ignore"):
+        want = [f(z) for f in fs]
+    got = tj.jit(lambda z: tuple(f(z) for f in fs), backend="llvm")(z)
+    for g, w in zip(got, want):
+        for a, b in ((g.real, w.real), (g.imag, w.imag)):
+            same = (a == b) & (np.signbit(a) == np.signbit(b)) | np.isnan(a) & np.isnan(b) | \
+                (np.isclose(a, b, rtol=1e-14, atol=0) & (b != 0))
+            assert same.all(), (z[~same], a[~same], b[~same])
+    agree(lambda z: np.angle(np.cos(z)), np.array([2 + 0j, 2.5 + 0j]))

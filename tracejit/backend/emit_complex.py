@@ -70,9 +70,17 @@ def _m(cx, name, *v):
     return cx.math(name, *v)
 
 
-def _zero_im(cx, y, im):
-    """An exactly zero imaginary input gives a zero imaginary result (exp, sin, tanh...)."""
-    return cx.b.select(cx.b.fcmp_ordered("==", y, cx.like(y, 0.0)), y, im)
+def _zero_im(cx, y, im, mult=None):
+    """An exactly zero imaginary input gives a zero imaginary result, ``mult * y`` (the sign is
+    the product's, as C99/NumPy: sin(2 + 0j) has imaginary part cos(2) * +0 = -0), computed as
+    copysign(1, mult) * y so that an infinite ``mult`` gives 0, not NaN. ``mult`` None: a
+    positive factor (exp, sinh), the zero keeps y's sign."""
+    b = cx.b
+    zero = y
+    if mult is not None:         # a NaN factor (x = NaN or inf) keeps y's sign, as NumPy
+        signed = b.fmul(cx.intrinsic("copysign", y.type, [cx.like(y, 1.0), mult]), y)
+        zero = b.select(b.fcmp_unordered("uno", mult, mult), y, signed)
+    return b.select(b.fcmp_ordered("==", y, cx.like(y, 0.0)), zero, im)
 
 
 def _cexp(cx, eqn, z):
@@ -123,13 +131,15 @@ def _csin(cx, eqn, z):
     b = cx.b
     re = b.fmul(_m(cx, "sin", x), _m(cx, "cosh", y))
     re = b.select(b.fcmp_ordered("==", x, cx.like(x, 0.0)), x, re)   # sin(0 + i inf) = i inf
-    return re, _zero_im(cx, y, b.fmul(_m(cx, "cos", x), _m(cx, "sinh", y)))
+    cos_x = _m(cx, "cos", x)
+    return re, _zero_im(cx, y, b.fmul(cos_x, _m(cx, "sinh", y)), cos_x)
 
 
 def _ccos(cx, eqn, z):
     x, y = z
     b = cx.b
-    im = _zero_im(cx, y, b.fneg(b.fmul(_m(cx, "sin", x), _m(cx, "sinh", y))))
+    neg_sin_x = b.fneg(_m(cx, "sin", x))
+    im = _zero_im(cx, y, b.fmul(neg_sin_x, _m(cx, "sinh", y)), neg_sin_x)
     zero_x = b.fcmp_ordered("==", x, cx.like(x, 0.0))                  # cos(0 + i inf) = inf
     return (b.fmul(_m(cx, "cos", x), _m(cx, "cosh", y)),
             b.select(zero_x, b.fneg(b.fmul(x, cx.intrinsic("copysign", x.type,
@@ -264,8 +274,9 @@ def _csinh(cx, eqn, z):
 def _ccosh(cx, eqn, z):
     x, y = z
     b = cx.b
+    sinh_x = _m(cx, "sinh", x)
     return (b.fmul(_m(cx, "cosh", x), _m(cx, "cos", y)),
-            _zero_im(cx, y, b.fmul(_m(cx, "sinh", x), _m(cx, "sin", y))))
+            _zero_im(cx, y, b.fmul(sinh_x, _m(cx, "sin", y)), sinh_x))
 
 
 def _ctan(cx, eqn, z):
