@@ -167,14 +167,14 @@ def _remove(dfd, name) -> None:
         pass
 
 
-def _write_new(dfd, name, data: bytes) -> bool:
-    """Write ``data`` to a fresh 0600 temporary file and rename it to ``name``; the temporary
-    file never survives a failure."""
-    tmp = f".{name}.{os.getpid()}.{os.urandom(6).hex()}.tmp"
+def _temp_file(dfd, prefix, data: bytes):
+    """A fresh 0600 temporary file in ``dfd`` holding ``data``: its name, or None (nothing is
+    left behind on failure)."""
+    tmp = f".{prefix}.{os.getpid()}.{os.urandom(6).hex()}.tmp"
     try:
         fd = os.open(tmp, _O_CREATE, 0o600, dir_fd=dfd)
     except OSError:
-        return False
+        return None
     try:
         try:
             view = memoryview(data)
@@ -182,6 +182,19 @@ def _write_new(dfd, name, data: bytes) -> bool:
                 view = view[os.write(fd, view):]
         finally:
             os.close(fd)
+        return tmp
+    except OSError:
+        _remove(dfd, tmp)
+        return None
+
+
+def _write_new(dfd, name, data: bytes) -> bool:
+    """Write ``data`` to a fresh 0600 temporary file and rename it to ``name``; the temporary
+    file never survives a failure."""
+    tmp = _temp_file(dfd, name, data)
+    if tmp is None:
+        return False
+    try:
         os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
         return True
     except OSError:
@@ -216,14 +229,10 @@ def _secret(dfd, directory):
 def _publish_key(dfd, key) -> bool:
     """Create ``.key`` atomically: write a 0600 temporary file, then ``link`` it (fails if
     another process won the race; its key is read on the next attempt)."""
-    tmp = f".key.{os.getpid()}.{os.urandom(6).hex()}.tmp"
-    try:
-        fd = os.open(tmp, _O_CREATE, 0o600, dir_fd=dfd)
-    except OSError:
+    tmp = _temp_file(dfd, "key", key)
+    if tmp is None:
         return False
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(key)
         try:
             os.link(tmp, KEY_NAME, src_dir_fd=dfd, dst_dir_fd=dfd)
             return True
