@@ -235,38 +235,3 @@ def test_setitem_rebinds_on_arrays_created_in_the_trace():
     check("setitem_adv", g, x[:3].copy(), others=[(x[1:].copy(),)])
 
 
-def test_setitem_on_argument_or_view_raises():
-    x = np.arange(6.).reshape(2, 3)
-
-    def on_arg(a):
-        a[0] = 1.0
-        return a
-
-    def on_view(a):
-        y = a * 1
-        v = y[0]
-        v[1] = 5.0
-        return y
-
-    def after_view(a):
-        y = a * 1
-        v = y.T
-        y[0, 0] = 5.0
-        return v
-
-    def after_reshape(a):
-        y = a + 0
-        r = y.reshape(3, 2)
-        y[0] = 5.0
-        return r
-
-    with pytest.raises(tracejit.TracerError, match="argument of the traced function"):
-        tracejit.trace(on_arg)(x)
-    for fn in (on_view,):
-        with pytest.raises(tracejit.TracerError, match="into a view"):
-            tracejit.trace(fn)(x)
-    for fn in (after_view, after_reshape):
-        with pytest.raises(tracejit.TracerError, match="after a view of it was taken"):
-            tracejit.trace(fn)(x)
-    with pytest.raises(tracejit.TracerError, match=r"\.at\[idx\]\.set"):
-        tracejit.trace(on_arg)(x)

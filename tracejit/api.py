@@ -28,7 +28,7 @@ import numpy as np
 
 from . import dtypes, tree
 from .config import _on_code_change, config
-from .core import Tracer, make_graph
+from .core import Tracer, current_builder, make_graph
 from .errors import InputError, numpy_shape_from_tracer
 from .ir import Graph, Type
 from .passes import simplify
@@ -74,6 +74,90 @@ def leaf_type(x, path: str) -> Type:
     return Type(dt, tuple(np.shape(x)))
 
 
+class Outputs(NamedTuple):
+    """A trace's output structure: the function's pytree, then the written-back arguments."""
+    tree: Any
+    writes: "WriteBack | None"
+    arrays0d: frozenset = frozenset()    # positions of 0-d outputs NumPy returns as arrays
+
+
+class WriteBack:
+    """The arguments a traced function writes into (NumPy mutation of the caller's arrays).
+
+    The graph returns each one's final value after the function's own outputs; a call checks
+    the arguments can take the write (writable ndarrays not overlapping another argument, as the
+    trace assumed independent arrays, C-contiguous where a write went through a reshape view)
+    before running, then copies the values in. An output that *is* a written argument (``x +=
+    1; return x``) is the caller's array itself, as in NumPy.
+    """
+
+    def __init__(self, leaves, n_out, aliases, contiguous):
+        self.leaves, self.n_out, self.aliases = leaves, n_out, aliases
+        self.contiguous = contiguous
+        self.names = [f"leaf {i}" for i in range(max(leaves + contiguous) + 1)]
+
+    @classmethod
+    def of(cls, tracers, before, out_leaves, builder) -> "WriteBack | None":
+        written = tuple(i for i, t in enumerate(tracers) if t.irvar is not before[i])
+        # NumPy's reshape of an argument is a view or a copy depending on its memory layout;
+        # the trace took arguments as C-contiguous, which only matters when something is written
+        contiguous = tuple(i for i, t in enumerate(tracers) if id(t) in builder.layout_roots) \
+            if builder.wrote else ()
+        if not written and not contiguous:
+            return None
+        aliases = tuple((k, i) for k, o in enumerate(out_leaves) for i in written
+                        if o is tracers[i])
+        return cls(written, len(out_leaves), aliases, contiguous)
+
+    def pairs(self) -> tuple:
+        """Graph.writes: (argument leaf, output position) of each write-back."""
+        return tuple((i, self.n_out + k) for k, i in enumerate(self.leaves))
+
+    def scalars(self, leaves) -> tuple:
+        """The written leaves that are NumPy scalars (immutable: NumPy rebinds them)."""
+        return tuple(i for i in self.leaves if isinstance(leaves[i], np.generic))
+
+    def check(self, leaves):
+        for i in self.contiguous:
+            x = leaves[i]
+            if isinstance(x, np.ndarray) and not x.flags.c_contiguous:
+                raise InputError(
+                    f"argument {self.names[i]} is not C-contiguous, and the traced function "
+                    f"reshapes it and writes into arrays: whether NumPy's reshape is a view "
+                    f"(seeing the writes) or a copy depends on the memory layout, and this trace assumed a "
+                    f"C-contiguous array. Pass np.ascontiguousarray(x).")
+        for i in self.leaves:
+            x = leaves[i]
+            if isinstance(x, np.generic):
+                raise InputError(f"the traced function updates argument {self.names[i]} in "
+                                 f"place, but it is a NumPy scalar ({type(x).__name__}), which "
+                                 f"is immutable: NumPy would rebind it (with scalar promotion). "
+                                 f"Write x = x + v instead of x += v, or pass a 0-d array.")
+            if not isinstance(x, np.ndarray):
+                raise InputError(f"the traced function writes into argument {self.names[i]}, a "
+                                 f"{type(x).__name__}: only a NumPy array can be updated in "
+                                 f"place (pass np.asarray(x), or copy it inside the function)")
+            if not x.flags.writeable:
+                raise ValueError(f"assignment destination is read-only: the traced function "
+                                 f"writes into argument {self.names[i]}, a read-only array")
+            for j, y in enumerate(leaves):
+                if j != i and isinstance(y, np.ndarray) and np.may_share_memory(x, y) and \
+                        np.shares_memory(x, y):
+                    raise InputError(
+                        f"arguments {self.names[i]} and {self.names[j]} share memory and the "
+                        f"traced function writes into {self.names[i]}: tracejit compiles "
+                        f"arguments as separate arrays, so the write would not be seen through "
+                        f"{self.names[j]} as NumPy shows it. Pass a copy (x.copy()) of one.")
+
+    def write_back(self, leaves, outs):
+        for i, new in zip(self.leaves, outs[self.n_out:]):
+            np.copyto(leaves[i], new)
+        outs = list(outs[:self.n_out])
+        for k, i in self.aliases:
+            outs[k] = leaves[i]
+        return outs
+
+
 class Signature(NamedTuple):
     """The cache key of a call. ``int_ranges``: per leaf, the IntRange of a Python int (does it
     fit int32, its sign: what NumPy's treatment of the int can depend on), else None."""
@@ -81,6 +165,9 @@ class Signature(NamedTuple):
     types: tuple
     static: tuple
     int_ranges: tuple = ()
+    # leaves that are NumPy scalars, set only when the function writes into them (then NumPy
+    # rebinds instead, and the function is retraced with them immutable: see _python_call)
+    scalars: tuple = ()
 
 
 def int_ranges(leaves) -> tuple:
@@ -130,7 +217,9 @@ class Compiled:
     def __init__(self, graph: Graph, raw: Graph, out_tree, backend: str):
         self.graph = graph
         self.raw = raw
-        self.out_tree = out_tree
+        self.out_tree = out_tree.tree
+        self.writes = out_tree.writes
+        self.arrays0d = out_tree.arrays0d
         self.backend = backend
         self.executable = _compile(graph, backend)
         self.specialized = False          # native fast-path entry built (see Traced)
@@ -139,10 +228,18 @@ class Compiled:
         self.range_facts = frozenset()
 
     def __call__(self, leaves):
+        if self.writes:
+            self.writes.check(leaves)
         args = [np.asarray(x, dtype=v.ty.dtype) for x, v in zip(leaves, self.graph.invars)]
         outs = self.executable(args)
-        # 0-d results are NumPy scalars, as NumPy's own reductions return (and the native path)
-        return tree.unflatten(self.out_tree, [o[()] if o.ndim == 0 else o for o in outs])
+        # 0-d results are NumPy scalars, as NumPy's own reductions return (and the native path),
+        # but for the 0-d arrays the function made (np.array(2.0), x.astype of a 0-d array)
+        outs = [o[()] if o.ndim == 0 and k not in self.arrays0d else o
+                for k, o in enumerate(outs)]
+        if self.writes:
+            outs = [o.copy() if any(o is a for a in args) else o for o in outs]
+            outs = self.writes.write_back(leaves, outs)     # (returned arguments stay arrays)
+        return tree.unflatten(self.out_tree, outs)
 
     def entry_spec(self, sig: "Signature"):
         """The native fast-path spec of this signature, or None when the call shape is not
@@ -150,7 +247,7 @@ class Compiled:
         from .backend import pyabi
         from .backend.executable import _raise
         if self.backend != "llvm" or not getattr(self.executable, "entry_ok", False) or \
-                self.range_facts:
+                self.range_facts or self.writes or self.arrays0d:
             return None
         td = sig.treedef
         if sig.static or td.kind is not tuple or len(td.children) != 2:
@@ -274,6 +371,9 @@ class Traced:
         out_tree_box = []
 
         def flat_fun(*tracers):
+            for i in sig.scalars:
+                tracers[i].frozen = True
+            before = [t.irvar for t in tracers]
             full, kw = self._rebuild_args(args, kwargs, sig, tracers)
             ranges = sig.int_ranges or (None,) * len(tracers)
             with intrange.arguments(tracers, ranges, call_leaves) as used:
@@ -287,15 +387,24 @@ class Traced:
             if facts is not None:
                 facts.append(used)
             leaves, out_tree = tree.flatten(out)
-            out_tree_box.append(out_tree)
-            return leaves
+            builder = current_builder()
+            writes = WriteBack.of(tracers, before, leaves, builder)
+            if writes:
+                writes.names = [_pretty_path(p, self._sig) for p in tree.leaf_paths(sig.treedef)]
+            arrays0d = frozenset(k for k, o in enumerate(leaves) if isinstance(o, Tracer) and
+                                 o.ndim == 0 and o.frozen is False)
+            out_tree_box.append(Outputs(out_tree, writes, arrays0d))
+            return leaves + [tracers[i] for i in writes.leaves] if writes else leaves
 
         if count:
             with _cache_lock:
                 self._traces += 1
         graph, captured = make_graph(flat_fun, sig.types)
         assert not captured
-        return graph, out_tree_box[0]
+        outputs = out_tree_box[0]
+        if outputs.writes:
+            graph.writes = outputs.writes.pairs()
+        return graph, outputs
 
     def _compatible_entry(self, sig: Signature) -> Compiled | None:
         """A cached trace of ``sig`` up to its Python ints' ranges that relied on no range
@@ -321,7 +430,7 @@ class Traced:
                         _explain(self._last_sig, sig, self._sig))
         facts = []
         raw, out_tree = self.trace_graph(args, kwargs, sig, facts=facts)
-        graph = simplify(raw)
+        graph = simplify(raw).replace(writes=raw.writes)
         compiled = Compiled(graph, raw, out_tree, self.backend or config.backend)
         # valid only for Python ints of these ranges, which the native entry cannot check
         compiled.range_facts = frozenset().union(*[f.used for f in facts])
@@ -337,6 +446,10 @@ class Traced:
         if any(isinstance(x, Tracer) for x in leaves):
             return self.fun(*args, **kwargs)        # inside another trace: inline
         entry, specialize = self._entry(args, kwargs, sig, hit=True)
+        scalars = entry.writes.scalars(leaves) if entry.writes else ()
+        if scalars:
+            sig = sig._replace(scalars=scalars)
+            entry, specialize = self._entry(args, kwargs, sig, hit=True)
         if specialize:
             self._specialize(entry, sig)
         self._last_sig = sig
@@ -410,7 +523,7 @@ class Traced:
             return describe_stage(self.lower(*args, **kwargs), stage)
         _, sig = self._split(args, kwargs)
         raw, _ = self.trace_graph(args, kwargs, sig, count=False)
-        return simplify(raw) if optimize else raw
+        return simplify(raw).replace(writes=raw.writes) if optimize else raw
 
     def inspect_llvm(self, *args, **kwargs) -> str:
         """The LLVM IR compiled for this signature."""

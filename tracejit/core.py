@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import operator
 from typing import Any, Callable
 
 import numpy as np
@@ -79,16 +80,21 @@ _INPLACE_METHODS = ("sort", "fill", "resize", "put", "partition", "itemset", "se
 
 class Tracer:
     """A traced value: a Var in some builder, with NumPy's array interface on top."""
-    __slots__ = ("builder", "irvar", "is_input", "base", "viewed")
+    __slots__ = ("builder", "irvar", "frozen", "base", "viewed", "__weakref__")
     __array_priority__ = 1000
 
     def __init__(self, builder: "Builder", var: Var):
         self.builder = builder
         self.irvar = var
-        # NumPy aliasing bookkeeping for `x[idx] = v` (see tracejit.numpy.methods)
-        self.is_input = False      # an argument of the traced function: never written
-        self.base = None           # the tracer this one is a NumPy view of
-        self.viewed = False        # a view of this tracer was taken
+        # NumPy's mutation and aliasing model (see tracejit.numpy.mutation)
+        self.frozen = None         # True: an immutable scalar; False: an array; None: 0-d = scalar
+        self.base = None           # a mutation.ViewLink when this is a NumPy view of another
+        self.viewed = None         # weak references to the views taken of this one
+
+    def known(self):
+        """The concrete value when it depends on constants only (an array the function created
+        with NumPy and did not write a traced value into), else None."""
+        return self.builder.known_value(self.irvar)
 
     # array attributes -------------------------------------------------------------------------
     @property
@@ -121,40 +127,54 @@ class Tracer:
 
     # values that need concrete data ------------------------------------------------------------
     def _concrete(self, what, instead):
+        value = self.known()
+        if value is not None:
+            return value
         raise ConcretizationError(
             f"{what} needs a concrete value, but this is a traced array {self.irvar.ty} whose value "
             f"is only known when the compiled function runs. {instead}")
 
     def __bool__(self):
-        self._concrete("Python control flow on a traced value (if/while/and/or/bool())",
-                       "Use tracejit.numpy.where(cond, a, b) for a select, tracejit.cond / "
-                       "tracejit.while_loop for branches and loops, or mark the argument static "
-                       "with static_argnums / static_argnames.")
+        return bool(self._concrete(
+            "Python control flow on a traced value (if/while/and/or/bool())",
+            "Use tracejit.numpy.where(cond, a, b) for a select, tracejit.cond / "
+            "tracejit.while_loop for branches and loops, or mark the argument static "
+            "with static_argnums / static_argnames."))
 
     def __float__(self):
-        self._concrete("float()", "Keep it an array, or pass it as a static argument.")
+        return float(self._concrete("float()", "Keep it an array, or pass it as a static "
+                                               "argument."))
 
     def __int__(self):
-        self._concrete("int()", "Keep it an array, or pass it as a static argument.")
+        return int(self._concrete("int()", "Keep it an array, or pass it as a static argument."))
 
     def __complex__(self):
-        self._concrete("complex()", "Keep it an array, or pass it as a static argument.")
+        return complex(self._concrete("complex()", "Keep it an array, or pass it as a static "
+                                                   "argument."))
 
     def __index__(self):
-        self._concrete("Using a traced value as an index or a shape (__index__)",
-                       "Shapes must be static: pass the value with static_argnums, or index with "
-                       "an integer array instead of a Python int.")
+        return operator.index(self._concrete(
+            "Using a traced value as an index or a shape (__index__)",
+            "Shapes must be static: pass the value with static_argnums, or index with "
+            "an integer array instead of a Python int."))
 
     def tolist(self):
-        self._concrete(".tolist()", "Return the array from the traced function instead.")
+        return np.asarray(self._concrete(".tolist()", "Return the array from the traced "
+                                                      "function instead.")).tolist()
 
-    def item(self):
-        self._concrete(".item()", "Return the array from the traced function instead.")
+    def item(self, *args):
+        return np.asarray(self._concrete(".item()", "Return the array from the traced function "
+                                                    "instead.")).item(*args)
 
-    def __array__(self, *args, **kwargs):
-        self._concrete("Converting to a NumPy array (np.asarray / __array__)",
-                       "Use tracejit.numpy (or plain NumPy functions, which dispatch to "
-                       "tracejit on tracers) instead of forcing a concrete array.")
+    def __array__(self, dtype=None, copy=None):
+        value = np.asarray(self._concrete(
+            "Converting to a NumPy array (np.asarray / __array__, or storing it into a NumPy "
+            "array)", "Use tracejit.numpy (or plain NumPy functions, which dispatch to tracejit "
+            "on tracers) instead of forcing a concrete array; to store traced values into an "
+            "array, create it inside the function with np.zeros/np.empty/np.array (which trace) "
+            "or update it functionally with x.at[idx].set(v)."))
+        # a copy: writing into the result must not change the trace's constant
+        return np.array(value, dtype=dtype, copy=True)
 
     def __iter__(self):
         if not self.shape:
@@ -204,6 +224,14 @@ class Builder:
         self.captured_vars: list[Var] = []
         self._capture_index: dict[int, Var] = {}
         self.finished = False
+        # values that depend on constants only: var id -> its constant array or the equation
+        # computing it (evaluated on demand, memoised in _values); see Tracer.known
+        self._known: dict[int, Any] = {}
+        self._values: dict[int, Any] = {}
+        # NumPy mutation bookkeeping (tracejit.numpy.mutation): whether a write happened, and
+        # the roots whose memory layout decided whether a reshape was a view
+        self.wrote = False
+        self.layout_roots: set[int] = set()
         # source of the equations being added, when a transform knows it (a rule's equations
         # carry the source of the equation they derive from): saves a stack walk per equation
         self.source: str | None = None
@@ -212,7 +240,8 @@ class Builder:
         v = Var(ty)
         self.invars.append(v)
         t = Tracer(self, v)
-        t.is_input = True
+        # a Python scalar is immutable; an array argument (even 0-d) is written in place
+        t.frozen = True if ty.weak else False
         return t
 
     def atom(self, x) -> Var | Literal:
@@ -244,7 +273,46 @@ class Builder:
             self._const_index[id(arr)] = v
             self.constvars.append(v)
             self.constvals.append(arr)
+            self._known[id(v)] = arr
         return v
+
+    def constant(self, value) -> Tracer:
+        """A tracer of a constant array (its value stays known: see Tracer.known)."""
+        arr = np.asarray(value)
+        return Tracer(self, self._const(arr) if arr.ndim else self.atom(arr))
+
+    def known_value(self, var):
+        """The concrete value of ``var`` when it depends on constants only, else None."""
+        if isinstance(var, Literal):
+            return var.value
+        key = id(var)
+        if key not in self._known:
+            return None
+        if key in self._values:
+            return self._values[key]
+        stack = [var]                      # evaluate the equations it needs, deepest first
+        while stack:
+            v = stack[-1]
+            if id(v) in self._values:
+                stack.pop()
+                continue
+            entry = self._known[id(v)]
+            if not isinstance(entry, Eqn):
+                self._values[id(v)] = entry
+                stack.pop()
+                continue
+            todo = [a for a in entry.invars if not isinstance(a, Literal) and
+                    id(a) not in self._values]
+            if todo:
+                stack.extend(todo)
+                continue
+            with outside_trace():
+                outs = entry.prim.bind(*[a if isinstance(a, Literal) else self._values[id(a)]
+                                         for a in entry.invars], **entry.params)
+            for o, x in zip(entry.outvars, outs if entry.prim.multiple_results else [outs]):
+                self._values[id(o)] = x
+            stack.pop()
+        return self._values[key]
 
     def _capture(self, t: Tracer) -> Var:
         if t.builder.finished:
@@ -266,7 +334,12 @@ class Builder:
         out_types = prim.abstract_eval([a.ty for a in atoms], **params)
         outvars = [Var(t) for t in out_types]
         src = self.source if self.source is not None else user_location()
-        self.eqns.append(Eqn(prim, tuple(atoms), tuple(outvars), params, src))
+        eqn = Eqn(prim, tuple(atoms), tuple(outvars), params, src)
+        self.eqns.append(eqn)
+        known = self._known
+        if all(isinstance(a, Literal) or id(a) in known for a in atoms):
+            for v in outvars:
+                known[id(v)] = eqn
         return [Tracer(self, v) for v in outvars]
 
     def finish(self, outs) -> Graph:
@@ -302,8 +375,26 @@ def outside_trace():
         _current.reset(token)
 
 
+def static_value(x):
+    """``x``'s concrete value when it is a tracer of a known value (see Tracer.known), else ``x``:
+    for operands that must be concrete (repeat counts, masks, bounds)."""
+    if isinstance(x, Tracer):
+        value = x.known()
+        return x if value is None else value
+    return x
+
+
 def is_tracer(x) -> bool:
     return isinstance(x, Tracer)
+
+
+_trace_hooks: list = []
+
+
+def register_trace_hooks(enter: Callable, exit: Callable) -> None:
+    """Call ``enter()`` as each trace starts and ``exit()`` as it ends (the NumPy layer uses it to
+    intercept NumPy's creation functions while, and only while, something is being traced)."""
+    _trace_hooks.append((enter, exit))
 
 
 def make_graph(fn: Callable, in_types, *, nout_hint=None) -> tuple[Graph, list]:
@@ -315,10 +406,14 @@ def make_graph(fn: Callable, in_types, *, nout_hint=None) -> tuple[Graph, list]:
     builder = Builder(_current.get())
     args = [builder.new_input(t) for t in in_types]
     token = _current.set(builder)
+    for enter, _ in _trace_hooks:
+        enter()
     try:
         outs = fn(*args)
         graph = builder.finish(list(outs))
     finally:
+        for _, exit_ in _trace_hooks:
+            exit_()
         _current.reset(token)
         builder.finished = True
     return graph, list(builder.captured)

@@ -124,6 +124,9 @@ class Graph:
     eqns: list
     constvars: tuple = ()
     constvals: tuple = ()
+    # (input index, output index): the traced function writes that output back into that
+    # argument (NumPy mutation of the caller's array); set on a traced function's graph only
+    writes: tuple = ()
 
     @property
     def in_types(self):
@@ -138,7 +141,7 @@ class Graph:
 
     def replace(self, **changes) -> "Graph":
         fields = dict(invars=self.invars, outvars=self.outvars, eqns=self.eqns,
-                      constvars=self.constvars, constvals=self.constvals)
+                      constvars=self.constvars, constvals=self.constvals, writes=self.writes)
         fields.update(changes)
         return Graph(**fields)
 
@@ -204,7 +207,11 @@ def _print_graph(g: Graph, namer: _Namer, indent: int, provenance=False) -> str:
         if provenance and eqn.source:
             text += f"    # {eqn.source}"
         lines.append(text)
-    lines.append(f"{pad}  return {' '.join(namer(v) for v in g.outvars)} }}")
+    ret = f"{pad}  return {' '.join(namer(v) for v in g.outvars)}"
+    if g.writes:
+        ret += " ; write " + ", ".join(f"{namer(g.invars[i])} <- {namer(g.outvars[k])}"
+                                       for i, k in g.writes)
+    lines.append(ret + " }")
     return "\n".join(lines)
 
 

@@ -17,12 +17,14 @@ def main(argv=None):
     p.add_argument("--minimize-findings", action="store_true",
                    help="after the run, minimise one finding per signature")
     p.add_argument("--show", type=int, metavar="INDEX", help="print program INDEX of --seed")
+    p.add_argument("--programs", choices=["plain", "mutating", "mixed"], default="plain",
+                   help="plain programs, mutating ones (checked against NumPy), or half each")
     p.add_argument("--quiet", action="store_true")
     a = p.parse_args(argv)
     if a.show is not None:
-        from . import gen
+        from .mutate import make_program
         from .runner import program_seed
-        prog = gen.generate(program_seed(a.seed, a.show))
+        prog = make_program(program_seed(a.seed, a.show), a.programs)
         print(f"# args: {prog.args}\n# transforms: {prog.transforms}\n{prog.source()}")
         return 0
     if a.minimize:
@@ -31,7 +33,7 @@ def main(argv=None):
         return 0
     from .runner import campaign
     records = campaign(a.n, a.seed, a.jobs, a.save, a.timeout, a.start, a.minimize_findings,
-                       a.quiet)
+                       a.quiet, a.programs)
     return 1 if any(r["findings"] for r in records) else 0
 
 

@@ -57,6 +57,7 @@ class Program:
     outputs: list
     transforms: list           # e.g. [] or ["grad"] or ["grad", "vmap"] (innermost first)
     big: bool = False
+    mutating: bool = False     # writes into arrays; checked against NumPy (mutate.py)
 
     def source(self, name="f") -> str:
         """The program as Python source defining ``name``."""

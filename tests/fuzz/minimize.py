@@ -25,7 +25,10 @@ from . import gen
 
 
 def retype(prog: gen.Program) -> bool:
-    """Re-evaluate the statements with NumPy, updating shapes/dtypes; False if invalid."""
+    """Re-evaluate the statements with NumPy, updating shapes/dtypes; False if invalid (for a
+    statement tagged ``raises``, if it no longer raises)."""
+    if prog.mutating:
+        return _retype_mutating(prog)
     env = {a.name: gen.make_arg(a, prog.seed) for a in prog.args}
     ns = dict(gen.np_namespace(), **env)
     try:
@@ -46,6 +49,23 @@ def retype(prog: gen.Program) -> bool:
     return True
 
 
+def _retype_mutating(prog: gen.Program) -> bool:
+    from .mutate import run_numpy
+    ns = {a.name: None for a in prog.args}
+    for k, s in enumerate(prog.stmts):
+        try:
+            ns = run_numpy(prog.stmts[:k + 1], prog.args, prog.seed)
+        except Exception:                        # noqa: BLE001 - NumPy decides
+            return "raises" in s.tags and k == len(prog.stmts) - 1
+        if "raises" in s.tags or s.target not in ns:
+            return False
+        v = np.asarray(ns[s.target])
+        s.shape, s.dtype = v.shape, str(v.dtype)
+        if s.dtype not in gen.DTYPES:
+            return False
+    return all(o in ns for o in prog.outputs)
+
+
 def _types(prog):
     t = {a.name: (tuple(a.shape), a.dtype) for a in prog.args if a.kind == "array"}
     t.update({s.target: (tuple(s.shape), s.dtype) for s in prog.stmts})
@@ -59,6 +79,10 @@ def _subst(lines, old, new):
 def _drop_stmt(prog, k):
     """Candidates with statement ``k`` removed."""
     s = prog.stmts[k]
+    if "write" in s.tags:                    # defines nothing: delete it
+        p = copy.deepcopy(prog)
+        del p.stmts[k]
+        return [p]
     later = prog.stmts[k + 1:]
     used = any(re.search(rf"\b{s.target}\b", ln) for t in later for ln in t.lines)
     types = _types(prog)
@@ -71,11 +95,12 @@ def _drop_stmt(prog, k):
         if r is not None:
             for t in p.stmts[k:]:
                 t.lines = _subst(t.lines, s.target, r)
+                t.target = r if t.target == s.target else t.target     # a write into it
             p.outputs = [r if o == s.target else o for o in p.outputs]
         else:
             p.outputs = [o for o in p.outputs if o != s.target]
         p.outputs = list(dict.fromkeys(p.outputs))
-        if p.outputs:
+        if p.outputs or p.mutating:
             out.append(p)
     return out
 
@@ -109,6 +134,8 @@ def candidates(prog: gen.Program):
             yield dataclasses.replace(copy.deepcopy(prog), transforms=prog.transforms[:1])
     for k in range(len(prog.stmts) - 1, -1, -1):
         yield from _drop_stmt(prog, k)
+    if prog.mutating and prog.outputs:          # the arguments may show the failure alone
+        yield dataclasses.replace(copy.deepcopy(prog), outputs=[])
     for o in prog.outputs:
         if len(prog.outputs) > 1:
             yield dataclasses.replace(copy.deepcopy(prog),

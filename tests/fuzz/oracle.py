@@ -27,7 +27,9 @@ from . import gen, rules
 from .transforms import build_cases
 
 CLASSES = ["mismatch", "internal", "crash", "hang", "deriv-mismatch", "vmap-mismatch",
-           "nondeterminism", "input-mutation", "held-corruption"]
+           "nondeterminism", "input-mutation", "held-corruption",
+           # mutating programs (oracle_mut.py), against NumPy
+           "arg-mismatch", "aliasing", "missing-error", "error-mismatch"]
 TOL = {"float32": 1e-4, "complex64": 1e-4, "float64": 1e-9, "complex128": 1e-9}
 _TJ_DIR = os.path.dirname(tj.__file__)
 
@@ -99,7 +101,8 @@ def _first_line(e):
 # ---------------------------------------------------------------------------------------------
 # value comparison
 
-def compare(got, exp, where, noise=None, tol=None, mag=0.0):
+def compare(got, exp, where, noise=None, tol=None, mag=0.0, names=("llvm", "interpreter"),
+            what="result"):
     """Raise Finding("mismatch") unless ``got`` matches ``exp`` (leaves of one call's result).
     ``noise()`` gives per-leaf arrays of the interpreter's own sensitivity, computed lazily;
     ``tol`` overrides the per-dtype tolerance (a float64 result computed through float32 is
@@ -111,7 +114,7 @@ def compare(got, exp, where, noise=None, tol=None, mag=0.0):
     noise_arrays = None
     for k, (a, b) in enumerate(zip(g, e)):
         if a.shape != b.shape or a.dtype != b.dtype:
-            raise Finding("mismatch", where, f"result {k}: {a.dtype}{list(a.shape)}, interpreter "
+            raise Finding("mismatch", where, f"{what} {k}: {a.dtype}{list(a.shape)}, {names[1]} "
                           f"gives {b.dtype}{list(b.shape)}", f"{where}: type")
         bad = _bad_elements(a, b, tol, mag)
         if not bad.any():
@@ -129,8 +132,9 @@ def compare(got, exp, where, noise=None, tol=None, mag=0.0):
                     continue
         i = tuple(int(j) for j in np.argwhere(bad)[0]) if bad.ndim else ()
         raise Finding("mismatch", where,
-                      f"result {k} ({a.dtype}{list(a.shape)}): {int(bad.sum())} of {a.size} "
-                      f"elements differ; first at {i}: llvm {a[i]!r} vs interpreter {b[i]!r}",
+                      f"{what} {k} ({a.dtype}{list(a.shape)}): {int(bad.sum())} of {a.size} "
+                      f"elements differ; first at {i}: {names[0]} {a[i]!r} vs {names[1]} "
+                      f"{b[i]!r}",
                       f"{where}: value {a.dtype}")
 
 
@@ -286,6 +290,9 @@ def _threads_and_tiers(fl, args, label, held, case):
 
 def check_program(prog: gen.Program, opts=None) -> dict:
     """Every oracle for one program; never raises (except for crashes, which kill the worker)."""
+    if prog.mutating:
+        from .oracle_mut import check_mutating
+        return check_mutating(prog, opts)
     opts = dict(opts or {})
     if "threads_tiers" not in opts:
         opts["threads_tiers"] = prog.big or np.random.default_rng([prog.seed, 3]).random() < 0.1

@@ -19,12 +19,16 @@ import pprint
 from . import gen
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# read once, at import: inspect reads the file again on each call, with the line numbers of the
+# loaded code, so an edit of gen.py during a campaign would copy a garbled fragment
+_MAKE_ARG_SOURCE = inspect.getsource(gen.make_arg)
 
 
 def summary(records, elapsed, jobs) -> str:
     counts = collections.Counter()
     sigs = collections.defaultdict(list)
     unsupported = collections.Counter()
+    refusals, expected = collections.defaultdict(list), collections.defaultdict(list)
     fuzzer_errors = collections.Counter()
     for r in records:
         for f in r["findings"]:
@@ -32,6 +36,9 @@ def summary(records, elapsed, jobs) -> str:
             sigs[(f["cls"], f["sig"])].append(r["index"])
         for u in r.get("unsupported", []):
             unsupported[u[:140]] += 1
+        for key, where in (("refusals", refusals), ("expected", expected)):
+            for u in r.get(key, []):
+                where[u[:160]].append(r["index"])
         if r.get("fuzzer_error"):
             fuzzer_errors[r["fuzzer_error"][:140]] += 1
     n = len(records)
@@ -46,6 +53,13 @@ def summary(records, elapsed, jobs) -> str:
     if unsupported:
         lines.append("unsupported (not findings; the generator should avoid these):")
         lines += [f"  {v:4d}  {k}" for k, v in unsupported.most_common(25)]
+    for what, where in (("refusals (mutating programs NumPy runs and tracejit refuses with a "
+                         "clear error; candidate missing features)", refusals),
+                        ("expected refusals (documented)", expected)):
+        if where:
+            lines.append(f"{what}: {sum(map(len, where.values()))} programs")
+            lines += [f"  {len(v):4d}  {k}  e.g. {v[:5]}"
+                      for k, v in sorted(where.items(), key=lambda kv: -len(kv[1]))[:40]]
     if fuzzer_errors:
         lines.append("fuzzer errors (bugs in tests/fuzz):")
         lines += [f"  {v:4d}  {k}" for k, v in fuzzer_errors.most_common(10)]
@@ -106,10 +120,12 @@ def render(prog: gen.Program, finding, seed=None, index=None) -> str:
            "import tracejit as tj  # noqa: E402",
            "from tests.fuzz.rules import TRACED as fz  # noqa: E402,F401  (fz.* in programs)",
            "", f"SEED = {prog.seed}",
-           f"ARGS = [\n        {args}]", "", "", inspect.getsource(gen.make_arg), "",
+           f"ARGS = [\n        {args}]", "", "", _MAKE_ARG_SOURCE, "",
            prog.source(), _CALLS, "",
            f"def {test_name}():"]
-    if base:
+    if prog.mutating:
+        out += _mutating_lines(tol)
+    elif base:
         out += ["    fl, fi = tj.jit(f, backend=\"llvm\"), tj.jit(f, backend=\"interpret\")",
                 "    for call in (0, 1):                   # first inputs, then new values",
                 "        args = [make_arg(a, SEED, call) for a in ARGS]",
@@ -135,6 +151,33 @@ def render(prog: gen.Program, finding, seed=None, index=None) -> str:
             f"FINDING = {pprint.pformat(finding, width=99)}", "", "",
             'if __name__ == "__main__":', f"    {test_name}()", "    print('passed')", ""]
     return "\n".join(out)
+
+
+def _mutating_lines(tol):
+    """The test of a mutating program: NumPy (``f`` itself) on fresh arguments is the oracle
+    for the results and the arguments' final contents; where NumPy raises, tracejit must."""
+    return [
+        "    for backend in (\"interpret\", \"llvm\"):",
+        "        fun = tj.jit(f, backend=backend)",
+        "        for call, n_calls in ((0, 3), (1, 2)):   # first inputs, then new values",
+        "            for _ in range(n_calls):",
+        "                want_args = [make_arg(a, SEED, call) for a in ARGS]",
+        "                got_args = [make_arg(a, SEED, call) for a in ARGS]",
+        "                try:",
+        "                    with np.errstate(all=\"ignore\"):",
+        "                        want = f(*want_args)",
+        "                except Exception as e:  # noqa: BLE001",
+        "                    try:",
+        "                        got = fun(*got_args)",
+        "                    except Exception:  # noqa: BLE001",
+        "                        continue",
+        "                    raise AssertionError(f\"NumPy raises {e!r}, tracejit returns "
+        "{got!r}\")",
+        "                got = fun(*got_args)",
+        f"                _assert_same(got, want, {tol})",
+        "                _assert_same([a for a in got_args if isinstance(a, np.ndarray)],",
+        "                             [a for a in want_args if isinstance(a, np.ndarray)], "
+        f"{tol})"]
 
 
 def _oracle_lines(finding):

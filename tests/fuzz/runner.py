@@ -10,13 +10,14 @@ from __future__ import annotations
 import collections
 import json
 import os
+import re
 import select
 import subprocess
 import sys
 import tempfile
 import time
 
-from . import gen
+from . import gen, mutate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RECYCLE = 300
@@ -91,7 +92,7 @@ class Pool:
     def _lost(self, w, cls, msg):
         job = w.job
         prog = gen.Program.from_dict(job["program"]) if "program" in job else \
-            gen.generate(job["seed"])
+            mutate.make_program(job["seed"], job.get("kind", "plain"))
         return {"id": job["id"], "job": job, "program": prog.to_dict(), "unsupported": [],
                 "findings": [{"cls": cls, "label": "worker", "msg": msg, "sig": cls}]}
 
@@ -111,14 +112,15 @@ class Pool:
 
 
 def campaign(n, seed, jobs, save=None, timeout=60.0, start=0, minimize_findings=False,
-             quiet=False):
-    """Run programs ``start .. start+n-1`` of ``seed``; print a summary; return the records."""
+             quiet=False, kind="plain"):
+    """Run programs ``start .. start+n-1`` of ``seed`` (``kind``: plain, mutating or mixed, see
+    ``mutate.make_program``); print a summary; return the records."""
     from .report import save_finding, summary
     t0 = time.monotonic()
     pool = Pool(jobs, timeout)
     records = []
     try:
-        job_list = [{"id": i, "seed": program_seed(seed, i), "index": i}
+        job_list = [{"id": i, "seed": program_seed(seed, i), "index": i, "kind": kind}
                     for i in range(start, start + n)]
         for k, res in enumerate(pool.run(job_list), 1):
             res["index"], res["seed_arg"] = res["job"].get("index"), seed
@@ -141,7 +143,8 @@ def campaign(n, seed, jobs, save=None, timeout=60.0, start=0, minimize_findings=
         seen = set()
         for r in records:
             for f in r["findings"]:
-                key = (f["cls"], f["sig"])
+                # the same failure on both backends of a mutating program: shrink it once
+                key = (f["cls"], re.sub(r"^(interpret|llvm): ", "", f["sig"]))
                 if key in seen or "file" not in f:
                     continue            # one minimisation per root-cause signature
                 seen.add(key)

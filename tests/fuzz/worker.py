@@ -21,14 +21,14 @@ def main():
     import tracejit as tj
     tj.config.cache_dir = None                   # runs independent of any disk cache
     tj.config.max_while_iterations = 100_000     # a runaway loop becomes an error, not a hang
-    from . import gen, oracle
+    from . import gen, mutate, oracle
     for line in sys.stdin:
         job = json.loads(line)
         t0 = time.perf_counter()
         if "program" in job:
             prog = gen.Program.from_dict(job["program"])
         else:
-            prog = gen.generate(job["seed"])
+            prog = mutate.make_program(job["seed"], job.get("kind", "plain"))
         try:
             result = oracle.check_program(prog, job.get("opts"))
         except Exception as e:                   # noqa: BLE001 - a fuzzer bug, not a finding

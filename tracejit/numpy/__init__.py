@@ -4,9 +4,11 @@ On concrete inputs every function is NumPy's own; on tracers it records primitiv
 calls on tracers reach the same functions through ``__array_ufunc__``/``__array_function__``.
 """
 from numpy import (pi, e, inf, nan, newaxis, float32, float64, complex64, complex128,  # noqa: F401
-                   int32, int64, bool_, dtype, ndarray, iinfo, finfo)
+                   int8, int16, int32, int64, uint8, uint16, uint32, uint64, bool_, dtype,
+                   ndarray, iinfo, finfo)
 
 from . import methods as _methods  # noqa: F401  (installs operators on tracers)
+from . import intercept as _intercept  # noqa: F401  (NumPy's creation functions in traces)
 from .creation import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
@@ -15,3 +17,5 @@ from .math import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
 from .extra import *  # noqa: F401,F403
+from .nonzero import *  # noqa: F401,F403
+from .mutation import *  # noqa: F401,F403  (view functions: writes through them reach the base)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ..core import Tracer, type_of
+from ..core import Tracer, static_value, type_of
 from ..errors import ConcretizationError
 from ..ops import structural as st
 from ._base import broadcast_to, convert, filled, implements
@@ -98,6 +98,7 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None):
 
 
 def _concrete(x, fname):
+    x = static_value(x)
     if isinstance(x, Tracer):
         raise ConcretizationError(f"{fname} needs concrete bounds (the result shape depends on "
                                   f"them); got a traced {x.ty}. Pass them as static arguments "

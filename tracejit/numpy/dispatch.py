@@ -21,12 +21,13 @@ def _namespace():
 def array_ufunc(ufunc, method, inputs, kwargs):
     tnp = _namespace()
     name = _UFUNC_ALIASES.get(ufunc.__name__, ufunc.__name__)
-    if kwargs.get("out") is not None:
-        raise UnsupportedError(f"numpy.{ufunc.__name__}(..., out=...) would write into an array; "
-                               f"tracejit is functional: use the return value")
+    out = kwargs.pop("out", None)
+    if out is not None:
+        return _into(ufunc, method, inputs, kwargs, out)
     if kwargs.get("where", True) is not True:
-        raise UnsupportedError(f"numpy.{ufunc.__name__}(..., where=...) is not supported; "
-                               f"use numpy.where on the result")
+        raise UnsupportedError(f"numpy.{ufunc.__name__}(..., where=...) without out= leaves the "
+                               f"other elements undefined; pass out= or use numpy.where on the "
+                               f"result")
     dtype = kwargs.get("dtype")
     if method == "__call__":
         fn = getattr(tnp, name, None)
@@ -34,7 +35,8 @@ def array_ufunc(ufunc, method, inputs, kwargs):
             raise UnsupportedError(f"the ufunc numpy.{ufunc.__name__} is not supported by "
                                    f"tracejit on traced arrays")
         out = fn(*inputs)
-        return out.astype(dtype) if dtype is not None else out
+        out = out.astype(dtype) if dtype is not None else out
+        return _new(out, inputs)           # a ufunc's result is a new array (np.positive(x))
     if method == "reduce" and name in _REDUCE:
         axis = kwargs.get("axis", 0)
         return getattr(tnp, _REDUCE[name])(inputs[0], axis=axis,
@@ -48,6 +50,19 @@ def array_ufunc(ufunc, method, inputs, kwargs):
                            f"traced arrays")
 
 
+def _into(ufunc, method, inputs, kwargs, out):
+    """``ufunc(..., out=o, where=m)``: NumPy writes the result into ``o`` (see mutation)."""
+    from . import mutation
+    outs = out if isinstance(out, tuple) else (out,)
+    if len(outs) != 1 or ufunc.nout != 1:
+        raise UnsupportedError(f"numpy.{ufunc.__name__}: out= with several outputs")
+    where = kwargs.pop("where", True)
+    result = array_ufunc(ufunc, method, inputs, kwargs)
+    dst = mutation._target(outs[0], f"{ufunc.__name__}(..., out=...)")
+    return mutation.write_result(dst, result, kwargs.get("casting", "same_kind"), where,
+                                 f"{ufunc.__name__}(..., out=...)")
+
+
 def array_function(func, args, kwargs):
     module = getattr(func, "__module__", "numpy") or "numpy"
     public = "numpy" if module.startswith("numpy._core") or module == "numpy" else module
@@ -57,4 +72,36 @@ def array_function(func, args, kwargs):
         raise UnsupportedError(f"{public}.{func.__name__} is not supported by tracejit on traced "
                                f"arrays (tracejit.numpy lists what is); compute it outside the "
                                f"traced function or express it with supported operations")
-    return fn(*args, **kwargs)
+    return _kind(func.__name__, fn(*args, **kwargs), args)
+
+
+# functions whose result NumPy returns as an array even when 0-d (others give NumPy scalars),
+# and those that may return their operand itself (np.asarray) or a view of it
+_ARRAY_RESULTS = {"where", "zeros_like", "ones_like", "empty_like", "full_like", "copy", "array",
+                  "asarray", "asanyarray", "ascontiguousarray", "transpose", "reshape",
+                  "squeeze", "expand_dims", "broadcast_to", "atleast_1d", "atleast_2d",
+                  "atleast_3d", "moveaxis", "swapaxes", "flip", "permute_dims"}
+_SAME_OR_VIEW = {"asarray", "asanyarray", "ascontiguousarray", "real", "reshape", "ravel",
+                 "transpose", "squeeze", "expand_dims", "broadcast_to", "atleast_1d",
+                 "atleast_2d", "atleast_3d", "swapaxes", "moveaxis", "permute_dims",
+                 "matrix_transpose", "flip", "diagonal"}
+
+
+def _new(out, operands):
+    """``out``, or a new tracer of its value when it is one of the operands: NumPy returned a
+    new array, so writes into it must not reach the operand."""
+    from ..core import Tracer
+    from .mutation import value
+    if isinstance(out, Tracer) and any(out is a for a in operands):
+        return value(out)
+    return out
+
+
+def _kind(name, out, args):
+    from ..core import Tracer
+    if name not in _SAME_OR_VIEW:
+        out = _new(out, args)
+    if isinstance(out, Tracer) and out.ndim == 0 and name in _ARRAY_RESULTS and \
+            not any(out is a for a in args):
+        out.frozen = False
+    return out

@@ -12,8 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ..core import Tracer, type_of
+from ..core import Tracer, static_value, type_of
 from ..errors import ConcretizationError, UnsupportedError
+from ..ir import Literal
 from ..ops import structural as st
 from ._base import as_traceable, broadcast_shapes, implements, normalize_axis
 
@@ -30,12 +31,18 @@ def _expand(idx, ndim):
         idx = (idx,)
     comps = []
     for c in idx:
+        if isinstance(c, Tracer) and c.known() is not None:
+            c = np.asarray(c.known())          # an index array the function made with NumPy
+            if c.ndim == 0 and c.dtype.kind in "iu":
+                c = c[()]                      # NumPy treats a 0-d integer array as an int
         if isinstance(c, Tracer):
             if c.dtype == dtypes.bool_:
                 raise ConcretizationError(
                     f"indexing with a traced boolean mask {c.ty} has a data-dependent result "
-                    f"shape. Use numpy.where(mask, x, 0), or x.at[mask].set(v) for an update.")
-            if c.dtype.kind != "i":
+                    f"shape. Use numpy.where(mask, x, 0) to keep the shape, x.at[mask].set(v) "
+                    f"for an update, or x[tracejit.numpy.nonzero(mask, size=k)] for the first k "
+                    f"selected elements (padded with fill_value=...).")
+            if c.dtype.kind not in "iu":
                 raise IndexError(f"arrays used as indices must be of integer type, got {c.dtype}")
             comps.append(c)
         elif isinstance(c, (list, np.ndarray)):
@@ -256,6 +263,7 @@ def take_along_axis(arr, indices, axis):
 
 @implements(np.compress)
 def compress(condition, a, axis=None):
+    condition = static_value(condition)
     if isinstance(condition, Tracer):
         raise ConcretizationError("compress with a traced condition has a data-dependent shape")
     return take(a, np.nonzero(np.asarray(condition))[0], axis=axis)
@@ -263,6 +271,7 @@ def compress(condition, a, axis=None):
 
 @implements(np.extract)
 def extract(condition, arr):
+    condition = static_value(condition)
     from .shape import ravel
     if isinstance(condition, Tracer):
         raise ConcretizationError("extract with a traced condition has a data-dependent shape")
@@ -319,10 +328,13 @@ def update(x, idx, values, mode):
     from .shape import broadcast_to, ravel, reshape
     x = as_traceable(x)
     t = type_of(x)
+    idx = tuple(static_value(c) for c in idx) if isinstance(idx, tuple) else static_value(idx)
     if isinstance(idx, Tracer) and idx.dtype == dtypes.bool_:
-        combine = {"set": lambda a, v: v, "add": add, "mul": multiply, "min": minimum,
-                   "max": maximum}[mode]
-        return where(idx, convert(combine(x, values), t.dtype), x)
+        return _update_masked(x, t, idx, values, mode)
+    if mode == "set":
+        out = _set_box(x, t, idx, values)
+        if out is not None:
+            return out
     positions = getitem(np.arange(t.size, dtype=np.int64).reshape(t.shape), idx)
     pshape = type_of(positions).shape
     v = convert(values, t.dtype, False)
@@ -332,3 +344,81 @@ def update(x, idx, values, mode):
                              np.ravel(positions), ravel(v) if isinstance(v, Tracer) else
                              np.ravel(v), axis=0, mode=mode)
     return reshape(flat, t.shape)
+
+
+def _update_masked(x, t, mask, values, mode):
+    """``x[mask] op= values`` for a traced boolean mask over x's leading axes: a select. The
+    values must be one per selected row (size 1): which value goes where depends on the data
+    otherwise."""
+    from ._base import convert
+    from .logic import where
+    from .math import add, maximum, minimum, multiply
+    from .shape import reshape
+    k = mask.ndim
+    if mask.shape != t.shape[:k]:
+        raise IndexError(f"boolean index of shape {mask.shape} does not match the indexed array "
+                         f"{t.shape} (it must match the leading dimensions)")
+    vt, rows = type_of(values), t.shape[k:]
+    try:
+        per_row = vt.ndim <= len(rows) and np.broadcast_shapes(vt.shape, rows) == rows
+    except ValueError:
+        per_row = False
+    if not per_row and vt.size != 1:
+        raise ConcretizationError(
+            f"x[mask] = v with a traced mask {mask.ty} and values of shape {vt.shape}: NumPy "
+            f"hands out v's elements in the order of the selected positions, which depends on "
+            f"the data. Use np.where(mask, w, x) with w of x's shape, or a scalar v.")
+    if not per_row:
+        values = reshape(values, ()) if isinstance(values, Tracer) else np.reshape(values, ())
+    combine = {"set": lambda a, v: v, "add": add, "mul": multiply, "min": minimum,
+               "max": maximum}[mode]
+    m = reshape(mask, mask.shape + (1,) * (t.ndim - k)) if k < t.ndim else mask
+    return where(m, convert(combine(x, values), t.dtype), x)
+
+
+def _set_box(x, t, idx, values):
+    """``x[idx] = values`` for an index of ints and unit-step slices (a box of ``x``): a select
+    between ``x`` and the values padded to its shape, one fused elementwise pass (a scatter
+    reads an index per element). None where the index is not such a box."""
+    from ._base import convert, ir_type
+    from .logic import where
+    from .math import greater_equal, less, logical_and
+    from .shape import broadcast_to, reshape
+    if not isinstance(x, Tracer) or t.ndim == 0:
+        return None
+    parts = idx if isinstance(idx, tuple) else (idx,)
+    if any(isinstance(p, (Tracer, list, np.ndarray, bool, np.bool_)) for p in parts):
+        return None
+    comps = _expand(idx, t.ndim)
+    lo, size = [], []
+    for c in (c for c in comps if c is not None):
+        n = t.shape[len(lo)]
+        if isinstance(c, slice):
+            start, stop, step = c.indices(n)
+            if step != 1:
+                return None
+            lo.append(start), size.append(max(0, stop - start))
+        else:
+            i = int(c)
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for axis {len(lo)} with size {n}")
+            lo.append(i % n), size.append(1)
+    view_shape = type_of(getitem(x, idx)).shape
+    v = convert(values, t.dtype, False)
+    v = v if isinstance(v, Tracer) else np.asarray(getattr(v, "value", v), dtype=t.dtype)
+    v = reshape(broadcast_to(v, view_shape), tuple(size))
+    if 0 in size:
+        return x
+    hi = tuple(n - a - k for n, a, k in zip(t.shape, lo, size))
+    if not any(lo) and not any(hi):
+        return as_traceable(v) if v.shape == t.shape else broadcast_to(as_traceable(v), t.shape)
+    padded = st.pad_p.bind(v, Literal(np.zeros((), t.dtype)[()], ir_type(t.dtype, False)),
+                           lo=tuple(lo), hi=hi)
+    mask = None
+    for d, (a, k) in enumerate(zip(lo, size)):
+        if a == 0 and k == t.shape[d]:
+            continue
+        pos = st.iota_p.bind(dtype=dtypes.int64, shape=t.shape, axis=d)
+        inside = logical_and(greater_equal(pos, a), less(pos, a + k))
+        mask = inside if mask is None else logical_and(mask, inside)
+    return where(mask, padded, x)

@@ -212,6 +212,8 @@ def int_exponent_sign(x2):
     """For an integer power: raise NumPy's ValueError when the exponent is known to be
     negative (a literal, a concrete array or a Python-int argument); True when it is known to
     be non-negative, False when only the run time knows."""
+    if isinstance(x2, Tracer) and x2.known() is not None:
+        x2 = x2.known()                     # an array the function made with NumPy
     value = _python_int(x2)
     if value is None and not isinstance(x2, Tracer):
         arr = np.asarray(getattr(x2, "value", x2))

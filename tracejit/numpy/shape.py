@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import Tracer, type_of
+from ..core import Tracer, static_value, type_of
 from ..errors import ShapeError, UnsupportedError
 from ..ops import structural as st
 from ._base import (as_traceable, broadcast_shapes, broadcast_to as _bcast, convert, implements,
@@ -245,6 +245,7 @@ def tile(A, reps):
 @implements(np.repeat)
 def repeat(a, repeats, axis=None):
     """Repeat elements; ``repeats`` must be concrete (the result shape depends on it)."""
+    repeats = static_value(repeats)
     if isinstance(repeats, Tracer):
         raise UnsupportedError("repeat with traced repeats has a data-dependent shape; pass "
                                "concrete repeats")

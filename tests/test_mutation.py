@@ -1,0 +1,377 @@
+"""NumPy's mutation semantics in traced functions: writes into arguments (written back into the
+caller's arrays), views that see writes and write through, arrays created with NumPy inside the
+trace, in-place NumPy functions; compared with plain NumPy on the returned values *and* the
+arguments' final contents, on both backends."""
+import numpy as np
+import pytest
+
+import tracejit as tj
+import tracejit.numpy as tnp
+
+BACKENDS = ["interpret", "llvm"]
+
+
+def same_as_numpy(fn, *args, static_argnums=(), calls=2):
+    """Run ``fn`` on copies of ``args`` with NumPy and traced (each backend, ``calls`` times so
+    the cached path runs too); returns and final argument contents must agree exactly."""
+    want_args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    want = fn(*want_args)
+    for backend in BACKENDS:
+        traced = tj.trace(fn, static_argnums=static_argnums, backend=backend)
+        for _ in range(calls):
+            got_args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+            got = traced(*got_args)
+            _equal(got, want, f"{backend}: result")
+            for k, (g, w) in enumerate(zip(got_args, want_args)):
+                _equal(g, w, f"{backend}: argument {k} after the call")
+    return want
+
+
+def _equal(got, want, what):
+    if isinstance(want, (tuple, list)):
+        assert isinstance(got, (tuple, list)) and len(got) == len(want), what
+        for g, w in zip(got, want):
+            _equal(g, w, what)
+        return
+    assert np.asarray(got).dtype == np.asarray(want).dtype, (what, got, want)
+    np.testing.assert_array_equal(got, want, err_msg=what)
+
+
+rng = np.random.default_rng(0)
+X = rng.standard_normal((4, 5))
+V = rng.standard_normal(7)
+
+
+# writes into arguments --------------------------------------------------------------------------
+
+def test_setitem_and_augmented_assignment_on_arguments_reach_the_caller():
+    def f(a, b):
+        a[0] = 1.0
+        a[1:, 2] += b[:3]
+        b *= 2
+        a[a > 0.5] = 0.5            # a traced mask: a select
+        return a.sum() + b.sum()
+    same_as_numpy(lambda a, b: (f(a, b),), X, V[:5])
+
+
+def test_augmented_operators_write_every_dtype():
+    def f(x, i):
+        x += 1.5
+        x -= 0.25
+        x *= 3
+        x /= 2
+        x **= 2
+        i //= 2
+        i %= 5
+        i <<= 1
+        i >>= 1
+        i &= 6
+        i |= 1
+        i ^= 3
+        return x, i
+    same_as_numpy(f, V.copy(), np.arange(-5, 5, dtype=np.int64))
+
+
+def test_return_of_a_written_argument_is_the_callers_array():
+    def f(x):
+        x += 1
+        return x
+    for backend in BACKENDS:
+        x = np.zeros(3)
+        out = tj.trace(f, backend=backend)(x)
+        assert out is x and np.array_equal(x, [1, 1, 1])
+
+
+def test_write_back_is_shown_in_the_ir():
+    def f(x):
+        x[0] = 5.0
+        return x.sum()
+    text = str(tj.trace(f).ir(np.zeros(3)))
+    assert "; write a <- " in text, text
+
+
+def test_jacobi_stencil_on_its_arguments():
+    def jacobi(A, B, T):
+        for _ in range(T):
+            B[1:-1] = 0.33333 * (A[:-2] + A[1:-1] + A[2:])
+            A[1:-1] = 0.33333 * (B[:-2] + B[1:-1] + B[2:])
+        return A, B
+    same_as_numpy(jacobi, rng.random(40), rng.random(40), 6, static_argnums=(2,))
+
+    def jacobi_2d(A, B, T):
+        for _ in range(T):
+            B[1:-1, 1:-1] = 0.2 * (A[1:-1, 1:-1] + A[1:-1, :-2] + A[1:-1, 2:] + A[2:, 1:-1]
+                                   + A[:-2, 1:-1])
+            A[1:-1, 1:-1] = 0.2 * (B[1:-1, 1:-1] + B[1:-1, :-2] + B[1:-1, 2:] + B[2:, 1:-1]
+                                   + B[:-2, 1:-1])
+    same_as_numpy(lambda A, B: jacobi_2d(A, B, 3), rng.random((9, 8)), rng.random((9, 8)))
+
+
+def test_cholesky_written_in_place():
+    def cholesky(A):
+        n = A.shape[0]
+        for i in range(n):
+            for j in range(i):
+                A[i, j] -= np.dot(A[i, :j], A[j, :j])
+                A[i, j] /= A[j, j]
+            A[i, i] -= np.dot(A[i, :i], A[i, :i])
+            A[i, i] = np.sqrt(A[i, i])
+        for i in range(n):
+            A[i, i + 1:] = 0.0
+    M = rng.random((7, 7))
+    M = M @ M.T + 7 * np.eye(7)
+    want = M.copy()
+    cholesky(want)
+    for backend in BACKENDS:
+        got = M.copy()
+        tj.trace(cholesky, backend=backend)(got)
+        # np.dot sums in its own order: agreement to rounding, and a true factor
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose(got @ got.T, M, rtol=1e-12)
+
+
+def test_argument_write_errors_are_clear():
+    def f(x, y):
+        x[0] = 1.0
+        return y * 2
+    a = np.zeros(4)
+    with pytest.raises(tj.InputError, match="share memory"):
+        tj.trace(f)(a, a[1:])
+    ro = np.zeros(4)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        tj.trace(f)(ro, np.zeros(2))
+    assert not ro.any()
+
+    def g(x):
+        r = x.reshape(-1)
+        r[0] = 9.0
+        return r
+    same_as_numpy(g, X.copy())
+    with pytest.raises(tj.InputError, match="C-contiguous"):
+        tj.trace(g)(np.asfortranarray(X))
+
+
+def test_scalar_arguments_are_immutable():
+    def f(x, s):
+        s += 0.5                    # a Python scalar rebinds
+        x += s
+        return x, s
+    same_as_numpy(f, V.copy(), 2)
+
+    def g(x, n):
+        n += 1                      # NumPy rebinds a NumPy scalar, writes into a 0-d array
+        x += n
+        return n, x
+    same_as_numpy(g, V.copy(), np.int64(3))     # retraced with the scalar immutable
+    same_as_numpy(g, V.copy(), np.array(3))
+
+
+def test_reduction_results_are_scalars():
+    def f(x):
+        s = x.astype(np.int64).sum()
+        s += 0.5                    # NumPy: np.int64 + 0.5 -> np.float64 (a rebind)
+        return s
+    same_as_numpy(f, np.arange(5.0))
+
+
+# views -------------------------------------------------------------------------------------------
+
+def test_views_see_writes_and_write_through():
+    def f(x):
+        y = x * 1.0
+        v = y[1:3]
+        t = y.T
+        r = y.reshape(-1)
+        p, q = np.split(y, 2)
+        fl = np.flip(y, 1)
+        row = y[2]
+        y[0, 0] += 10
+        v[0, 1] = -5
+        r[7] = 7
+        q[0, 0] = 99
+        fl[0, 0] = 42
+        row *= 2
+        t[4, 3] = -1
+        e = np.expand_dims(y, 0)
+        e[0, 3, 3] = 11
+        return y, v + 0, t + 0, r + 0, p + 0, fl + 0, row + 0, e + 0
+    same_as_numpy(f, X)
+
+
+def test_views_of_views_and_views_of_arguments():
+    def f(x):
+        v = x[1:, ::2]
+        w = v[::-1].T
+        w[0, 0] = 100.0
+        x[1, 0] = -100.0
+        s = np.swapaxes(x, 0, 1)[2:]
+        s[0] += 1
+        m = np.moveaxis(x[None], 0, 2)
+        m[0, 0, 0] = 3.0
+        return v + 0, w + 0, s + 0
+    same_as_numpy(f, X)
+
+
+def test_reshape_copy_is_not_a_view():
+    def f(x):
+        y = x * 1
+        c = y.T.reshape(-1)         # NumPy copies: writes stay in c
+        c[0] = 50.0
+        y[0, 1] = 60.0
+        return y, c
+    same_as_numpy(f, X)
+
+
+def test_read_only_views():
+    def f(x):
+        b = np.broadcast_to(x[0], (3, 5))
+        d = np.diagonal(x)
+        x[0, 0] = 8.0               # seen by both
+        return b + 0, d + 0
+    same_as_numpy(f, X)
+    for view in (lambda x: np.broadcast_to(x[0], (2, 5)), lambda x: np.diagonal(x)):
+        def g(x, view=view):
+            v = view(x)
+            v[0] = 1.0
+        with pytest.raises(ValueError, match="read-only"):
+            view(X.copy())[0] = 1.0             # NumPy refuses too
+        with pytest.raises(ValueError, match="read-only"):
+            tj.trace(g)(X.copy())
+
+
+def test_temporary_views_in_augmented_assignment():
+    def f(x):
+        y = x * 1
+        y[1:] += 2                  # Python: tmp = y[1:]; tmp += 2; y[1:] = tmp
+        y[::2] *= 3
+        y[[0, 0, 1]] += 1           # NumPy: no accumulation for repeated indices
+        y[0] -= 5
+        return y
+    same_as_numpy(f, V)
+
+
+# arrays created inside the trace -------------------------------------------------------------------
+
+def test_arrays_created_with_numpy_take_traced_writes():
+    def f(x):
+        out = np.empty_like(x)
+        out[0] = x[0] * 2
+        out[1:] = x[1:] + 1
+        R = np.eye(3)
+        R[0, 1] = np.sin(x[0])
+        z = np.zeros(len(x))
+        z += x
+        o = np.ones((2, 2), dtype=np.float32)
+        o[1] = x[:2]                # float64 into float32: cast as NumPy's setitem
+        a = np.array([x[0], x[1]])
+        a[0] = 5
+        f = np.full(3, x[2])
+        f[1] = 0
+        g = np.array(x)             # a copy
+        g[0] = -1
+        h = np.asarray(x)           # the same array
+        h[1] = -2
+        k = np.arange(4.0)
+        k[2:] = x[:2]
+        return out, R, z, o, a, f, g, h, k
+    same_as_numpy(f, V)
+
+
+def test_known_values_of_created_arrays_stay_concrete():
+    def f(x):
+        idx = np.arange(3)
+        n = int(idx[2])                     # concrete: NumPy's value
+        m = np.linspace(0, 1, 5)
+        if m[1] > 0.2:                      # Python control flow on a known value
+            x = x * 2
+        mask = m > 0.3
+        total = 0.0
+        for i in np.arange(2):              # iterating a created array
+            total += x[i]
+        return x[idx] + n, m[mask], total, x[np.array([0, 2])]
+    same_as_numpy(f, V)
+
+
+def test_creation_is_intercepted_only_while_tracing():
+    zeros = np.zeros
+    tj.trace(lambda x: np.zeros(3) + x)(1.0)
+    assert np.zeros is zeros and type(np.zeros(2)) is np.ndarray
+
+
+def test_in_place_numpy_functions():
+    def f(x):
+        a = np.empty(5)
+        a.fill(2.0)
+        np.copyto(a, x[:5])
+        b = np.zeros((3, 3))
+        np.fill_diagonal(b, x[:3])
+        c = np.zeros(6)
+        c.put([0, 2], x[:2])
+        d = np.ones(6)
+        np.putmask(d, x[:6] > 0.5, x[:6] * 10)
+        e = np.zeros(6)
+        np.add(x[:6], 1, out=e)
+        g = np.zeros(6)
+        np.multiply(x[:6], 2, out=g, where=x[:6] > 0.3)
+        h = np.zeros(4)
+        np.place(h, np.array([True, False, True, True]), x[:2])
+        np.multiply(x, 3, out=x)    # into an argument
+        return a, b, c, d, e, g, h
+    same_as_numpy(f, V)
+
+
+def test_writing_traced_values_into_a_numpy_array_is_refused():
+    G = np.zeros(3)
+
+    def f(x):
+        np.copyto(G, x)
+    with pytest.raises(tj.TracerError, match="only traced arrays"):
+        tj.trace(f)(np.ones(3))
+
+
+# nonzero with size= -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", [(7,), (3, 4), (2, 3, 2)])
+def test_nonzero_with_size(shape):
+    x = rng.standard_normal(shape)
+    for size in (0, 2, x.size, x.size + 3):
+        want = np.nonzero(x > 0.3)
+        want = tuple(np.concatenate([w[:size], np.full(max(0, size - len(w)), -1)])
+                     for w in want)
+        for backend in BACKENDS:
+            got = tj.trace(lambda x: tnp.nonzero(x > 0.3, size=size, fill_value=-1),
+                           backend=backend)(x)
+            _equal(tuple(got), want, f"nonzero {backend}")
+        _equal(tnp.nonzero(x > 0.3, size=size, fill_value=-1), want, "concrete")
+    first = tuple(np.concatenate([w[:2], np.zeros(max(0, 2 - len(w)), np.int64)])
+                  for w in np.nonzero(x > 0.3))
+    np.testing.assert_array_equal(tj.trace(lambda x: x[tnp.nonzero(x > 0.3, size=2)])(x),
+                                  x[first])
+    np.testing.assert_array_equal(tj.trace(lambda x: tnp.argwhere(x > 0.3, size=2))(x),
+                                  np.stack(first, axis=-1))
+    assert tj.trace(lambda x: tnp.count_nonzero(x > 0))(x) == np.count_nonzero(x > 0)
+
+
+def test_data_dependent_masks_and_nonzero_say_what_to_do():
+    with pytest.raises(tj.ConcretizationError, match="nonzero.*size=k"):
+        tj.trace(lambda x: x[x > 0])(V)
+    with pytest.raises(tj.ConcretizationError, match="size=k"):
+        tj.trace(lambda x: np.nonzero(x))(V)
+
+
+def test_in_place_results_keep_the_arrays_dtype():
+    def int_plus_float(x):
+        z = x.astype(np.int64)
+        z += 1.5                      # NumPy: UFuncTypeError (a TypeError)
+        return z
+    with pytest.raises(TypeError):
+        int_plus_float(np.ones(3))
+    with pytest.raises(TypeError, match="same_kind"):
+        tj.jit(int_plus_float)(np.ones(3))
+
+    def f32(x):
+        w = x.astype(np.float32)
+        w += x                        # same_kind cast back to float32, as NumPy
+        return w
+    same_as_numpy(f32, V)

@@ -1,0 +1,213 @@
+"""Arrays a traced function creates with NumPy are traced arrays.
+
+``out = np.zeros(n); out[0] = x[0] * 2`` is ordinary NumPy, but NumPy's creation functions with
+concrete arguments never meet a tracer: they would return a plain ndarray, which cannot hold a
+traced value. So while a trace runs, the creation functions in the ``numpy`` module
+(``CREATION`` below) are replaced by wrappers that, called from the traced function's code on
+the thread that is tracing, return a traced array of NumPy's value: a broadcast literal for
+zeros/ones/empty/full, else a constant of NumPy's own result (exact dtypes and values). Its value
+stays *known* (``Tracer.known``), so code that inspects it concretely (``int(a[0])``, ``if``,
+a mask, a shape) works as it did on the ndarray.
+
+Everything else goes to NumPy's function unchanged: calls outside any trace, from other threads
+(the builder is a context variable), and from NumPy, SciPy and tracejit themselves (the caller's
+module is looked up, once per call, only while tracing). The wrappers are installed when the first
+trace starts and removed when the last one ends, so code that is not being traced pays nothing.
+Code that bound a creation function to its own name (``from numpy import zeros``) calls NumPy's
+directly and gets a plain array, as before.
+"""
+from __future__ import annotations
+
+import functools
+import operator
+import sys
+import threading
+
+import numpy as np
+
+from .. import core, dtypes
+from ..core import Tracer, current_builder
+from ._base import filled, has_tracer
+from . import creation, mutation
+
+_LIBRARIES = ("numpy", "tracejit", "scipy")
+
+
+def _from_library(depth=2) -> bool:
+    name = sys._getframe(depth).f_globals.get("__name__", "")
+    return name.partition(".")[0] in _LIBRARIES
+
+
+def _array(value) -> Tracer:
+    """A traced array (not a scalar: ``np.array(5.0) += 1`` writes) of a concrete value."""
+    out = current_builder().constant(value)
+    out.frozen = False
+    return out
+
+
+def _uniform(shape, value, dtype) -> Tracer:
+    out = filled(shape if isinstance(shape, (tuple, list)) else (shape,), value, dtype)
+    out.frozen = False
+    return out
+
+
+def _c_order(order):
+    return order in ("C", "K", "A", None)
+
+
+def _shape(shape) -> tuple:
+    """A static shape (a traced size with a known value counts; others raise, as NumPy would)."""
+    if isinstance(shape, (int, np.integer, Tracer)):
+        shape = (shape,)
+    return tuple(operator.index(s) for s in shape)
+
+
+def _zeros(shape, dtype=float, order="C", **kw):
+    if not _c_order(order) or kw:
+        return None
+    return _uniform(_shape(shape), 0, np.dtype(dtype))
+
+
+def _ones(shape, dtype=None, order="C", **kw):
+    out = _zeros(shape, dtype if dtype is not None else float, order, **kw)
+    return None if out is None else _uniform(out.shape, 1, out.dtype)
+
+
+def _full(shape, fill_value, dtype=None, order="C", **kw):
+    if not _c_order(order) or kw:
+        return None
+    if isinstance(fill_value, Tracer) or has_tracer([shape]):
+        out = mutation.value(creation.full(shape, fill_value, dtype=dtype))
+        out.frozen = False
+        return out
+    sample = np.full((), fill_value, dtype=dtype)
+    shp = _shape(shape)
+    if np.ndim(fill_value) != 0:
+        return _array(np.full(shp, fill_value, dtype=dtype))
+    return _uniform(shp, sample[()], sample.dtype)
+
+
+def _like(value):
+    def fn(a, dtype=None, order="K", subok=True, shape=None, **kw):
+        if isinstance(a, Tracer) or kw or not _c_order(order):
+            return None
+        ref = np.asarray(a)
+        return _uniform(ref.shape if shape is None else _shape(shape), value,
+                        ref.dtype if dtype is None else np.dtype(dtype))
+    return fn
+
+
+def _full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, **kw):
+    if isinstance(a, Tracer) or isinstance(fill_value, Tracer) or kw or not _c_order(order):
+        return None
+    ref = np.asarray(a)
+    return _full(ref.shape if shape is None else shape, fill_value,
+                 ref.dtype if dtype is None else dtype)
+
+
+def _array_fn(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, **kw):
+    if kw or not _c_order(order):
+        return None
+    if has_tracer([object]):
+        out = creation.array(object, dtype=dtype, ndmin=ndmin)
+        if out is object and copy is not False:
+            out = mutation.value(out)
+        if isinstance(out, Tracer) and out.ndim == 0 and out is not object:
+            out.frozen = False
+        return out
+    if isinstance(object, np.ndarray) and copy is False or \
+            not isinstance(object, (list, tuple, np.ndarray, np.generic, int, float, complex,
+                                    bool)):
+        return None                        # NumPy's answer (the same object, or not numeric)
+    return _array(np.array(object, dtype=dtype, ndmin=ndmin))
+
+
+def _asarray(a, dtype=None, order=None, **kw):
+    if isinstance(a, np.ndarray) and (dtype is None or np.dtype(dtype) == a.dtype):
+        return None                        # the caller's array itself, as NumPy returns it
+    if isinstance(a, Tracer):
+        out = creation.asarray(a, dtype=dtype)
+        if out is a and mutation.is_scalar(a):     # a new 0-d array of a scalar
+            out = mutation.value(a)
+            out.frozen = False
+        return out
+    return _array_fn(a, dtype=dtype, order=order or "K", **kw)
+
+
+def _copy(a, order="K", subok=False):
+    if isinstance(a, Tracer):
+        return None                        # np.copy(tracer) reaches __array_function__
+    return _array_fn(a, copy=True, order=order)
+
+
+def _computed(np_fn):
+    """A function of concrete numbers (eye, arange, ...): NumPy's result as a traced array."""
+    def fn(*args, **kwargs):
+        if has_tracer(args) or has_tracer(list(kwargs.values())):
+            return None                    # NumPy dispatches traced operands (or says why not)
+        out = np_fn(*args, **kwargs)
+        return _array(out) if isinstance(out, np.ndarray) and \
+            out.dtype.kind in "biufc" and _supported(out.dtype) else None
+    return fn
+
+
+def _supported(dt):
+    try:
+        dtypes.canonical(dt)
+        return True
+    except Exception:
+        return False
+
+
+CREATION = {
+    "zeros": _zeros, "empty": _zeros, "ones": _ones, "full": _full,
+    "zeros_like": _like(0), "empty_like": _like(0), "ones_like": _like(1),
+    "full_like": _full_like, "array": _array_fn, "asarray": _asarray,
+    "asanyarray": _asarray, "ascontiguousarray": _asarray, "copy": _copy,
+    "eye": _computed(np.eye), "identity": _computed(np.identity), "tri": _computed(np.tri),
+    "arange": _computed(np.arange), "linspace": _computed(np.linspace),
+    "logspace": _computed(np.logspace), "geomspace": _computed(np.geomspace),
+    "indices": _computed(np.indices),
+}
+_ORIGINAL = {name: getattr(np, name) for name in CREATION}
+
+
+def _wrapper(name):
+    original, traced = _ORIGINAL[name], CREATION[name]
+
+    @functools.wraps(original)
+    def wrapper(*args, **kwargs):
+        if current_builder() is not None and not _from_library():
+            out = traced(*args, **kwargs)
+            if out is not None:
+                return out
+        return original(*args, **kwargs)
+    wrapper.__tracejit_original__ = original
+    return wrapper
+
+
+_WRAPPERS = {name: _wrapper(name) for name in CREATION}
+_lock = threading.Lock()
+_active = 0
+
+
+def _enter():
+    global _active
+    with _lock:
+        _active += 1
+        if _active == 1:
+            for name, fn in _WRAPPERS.items():
+                setattr(np, name, fn)
+
+
+def _exit():
+    global _active
+    with _lock:
+        _active -= 1
+        if _active == 0:
+            for name, fn in _ORIGINAL.items():
+                if getattr(np, name) is _WRAPPERS[name]:
+                    setattr(np, name, fn)
+
+
+core.register_trace_hooks(_enter, _exit)
