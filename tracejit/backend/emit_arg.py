@@ -15,6 +15,7 @@ from llvmlite import ir
 
 from ..ir import Var
 from . import emit_ops as ops
+from . import stacks
 from .emit_ops import I1, I8, I64, mem_type
 
 PTR = ir.PointerType()
@@ -32,8 +33,10 @@ def can_lower_arg_any(plan, eqn) -> bool:
     return isinstance(view.base, Var) and view.contiguous()
 
 
-def emit_arg(module, name, eqn, plan, slot_of) -> ir.Function:
-    """``void @name(ptr slots)`` computing one argmax/argmin equation (module docstring)."""
+def emit_arg(module, name, eqn, plan, slot_of, err_slot) -> ir.Function:
+    """``void @name(ptr slots)`` computing one argmax/argmin equation (module docstring); when
+    the row buffer cannot be allocated it sets ``ERR_NOMEM`` in the call's error cell (slot
+    ``err_slot``) and writes nothing."""
     from .emit_loops import _for
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR]), name)
     fn.linkage = "internal"
@@ -58,11 +61,12 @@ def emit_arg(module, name, eqn, plan, slot_of) -> ir.Function:
     if pre == 0 or post == 0:
         b.ret_void()
         return fn
-    malloc = module.globals.get("tj_malloc") or ir.Function(
-        module, ir.FunctionType(PTR, [I64]), "tj_malloc")
-    free = module.globals.get("tj_free") or ir.Function(
-        module, ir.FunctionType(ir.VoidType(), [PTR]), "tj_free")
+    malloc, free = stacks.libc(module, "malloc"), stacks.libc(module, "free")
     best = b.call(malloc, [_i64(post * dt.itemsize)], name="best")
+    with b.if_then(b.icmp_unsigned("==", best, ir.Constant(PTR, None)), likely=False):
+        cell = b.load(b.gep(fn.args[0], [_i64(err_slot)], source_etype=PTR), typ=PTR)
+        stacks.set_error(b, cell, stacks.ERR_NOMEM)         # the caller raises MemoryError
+        b.ret_void()
 
     def better(v, cur):
         if dt.kind == "f":
@@ -71,7 +75,7 @@ def emit_arg(module, name, eqn, plan, slot_of) -> ir.Function:
             ones = ir.Constant(I1, 1) if nan_c.type == I1 else \
                 ir.Constant(nan_c.type, [ir.Constant(I1, 1)] * nan_c.type.count)
             return b.or_(strict, b.and_(nan_v, b.xor(nan_c, ones)))
-        cmp = b.icmp_unsigned if dt.kind == "b" else b.icmp_signed
+        cmp = b.icmp_unsigned if dt.kind in "bu" else b.icmp_signed
         return cmp(">" if is_max else "<", v, cur)
 
     def row(p):

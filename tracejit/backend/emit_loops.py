@@ -127,6 +127,7 @@ class GroupCode:
         self.fn, self.n0, self.grain, self.parallel = fn, n0, grain, parallel
         self.inits, self.vl, self.unroll, self.dims = inits, vl, unroll, dims
         self.chunks = None     # (chunk_len, nchunks, [(slot, sink eqn), ...]): see _chunking
+        self.work = 0          # estimated ns of one call over [0, n0): long loops poll Ctrl-C
 
 
 def _collapse(shape, accesses, red_flags):
@@ -305,6 +306,7 @@ class _Emitter(MemoryOps):
         parallel = parallel_ok and work >= PARALLEL_NS and ext[0] >= 2
         grain = self.vl * self.unroll if k == 1 else 1
         code = GroupCode(self.fn, ext[0], grain, parallel, inits, self.vl, self.unroll, ext)
+        code.work = work
         if not parallel_ok and work >= PARALLEL_NS and ext[0] >= 2:
             code.chunks = self._chunking(ext, reds, grain)
         return code

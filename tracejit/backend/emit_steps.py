@@ -5,13 +5,17 @@ A segment initialises reduction outputs, calls each loop group's body (directly,
 ``matmul.emit_matmul`` with pointers (and element strides) taken from the operands' views.
 ``emit_kernel`` wraps a whole-graph segment in the pyabi contract ``i32 @kernel(ptr bufs)``
 (inputs then outputs), building the slot array on its stack and the temporary arena with malloc.
+
+Errors: every slot array of a call points at one error cell ``{i32 error bits, i32 start}``
+(the start: ``interrupt.py``). A step that fails sets bits (an index out of range, a failed
+malloc, Ctrl-C, ...) and the segment returns after that step, skipping the rest.
 """
 from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
 
-from . import emit_loops, stacks
+from . import emit_loops, interrupt, stacks
 from .emit_ops import I8, I32, I64, OpContext, mem_type, reg_type
 from ..ir import Var
 from .fuse import ArgStep, ControlStep, LoopGroup, MatmulStep, ScanStep, ScatterStep
@@ -122,7 +126,15 @@ class SegmentEmitter:
         descs = [b.load(b.gep(slots, [_i64(k)], source_etype=PTR), typ=PTR) for k in owned]
         for d in descs:
             stacks.zero(b, d)
-        for step in steps:
+        done = fn.append_basic_block("seg.done")
+        # the cell is loaded where it is read: held across the steps' calls, it cost a spill
+        # and a reload per call at opt 0, measurable in a tight while loop's segments
+        for k, step in enumerate(steps):
+            if k:          # a step that failed (or was interrupted) ends the segment
+                nxt = fn.append_basic_block(f"seg.step{k}")
+                failed = b.load(self._err_cell(b, slots), typ=I32)
+                b.cbranch(b.icmp_signed("!=", failed, ir.Constant(I32, 0)), done, nxt)
+                b.position_at_end(nxt)
             if isinstance(step, LoopGroup):
                 self._group(b, slots, step)
             elif isinstance(step, MatmulStep):
@@ -135,7 +147,7 @@ class SegmentEmitter:
             elif isinstance(step, ArgStep):
                 from .emit_arg import emit_arg
                 b.call(emit_arg(self.module, self._name("arg"), step.eqn, self.plan,
-                                self.slot_of), [slots])
+                                self.slot_of, self.err_slot), [slots])
             elif isinstance(step, ScatterStep):
                 from .emit_scatter import emit_scatter
                 b.call(emit_scatter(self.module, self._name("scatter"), step.eqn, self.plan,
@@ -145,10 +157,11 @@ class SegmentEmitter:
                 self.codes[id(step)] = emit_control(self, b, slots, step, self._name("ctl"))
             else:
                 raise AssertionError(step)
+        b.branch(done)
+        b.position_at_end(done)
         for d in descs:
             stacks.release(b, self.module, d)
-        cell = b.load(b.gep(slots, [_i64(self.err_slot)], source_etype=PTR), typ=PTR)
-        b.ret(b.load(cell, typ=I32))        # 0, or the first error code a step recorded
+        b.ret(b.load(self._err_cell(b, slots), typ=I32))   # 0, or the bits the steps set
         return fn
 
     def _group(self, b, slots, group):
@@ -165,12 +178,17 @@ class SegmentEmitter:
         if code.chunks is not None:
             self._chunked(b, slots, code)
             return
+        body = code.fn
+        block = interrupt.block_rows(code.work, code.n0, code.grain) if code.parallel else None
+        if block is not None and block < code.n0:     # long: poll for Ctrl-C between blocks
+            body = interrupt.emit_blocked(self.module, self._name("blocks"), body, block,
+                                          self.err_slot)
         if code.parallel:
             from . import threads
             pf = threads.declare_parallel_for(self.module)
-            b.call(pf, [code.fn, slots, _i64(code.n0), _i64(code.grain)])
+            b.call(pf, [body, slots, _i64(code.n0), _i64(code.grain)])
         else:
-            b.call(code.fn, [slots, _i64(0), _i64(code.n0)])
+            b.call(body, [slots, _i64(0), _i64(code.n0)])
 
     def _chunked(self, b, slots, code):
         """Run a group whose outermost dim is reduced as fixed chunks over the thread pool:
@@ -194,9 +212,13 @@ class SegmentEmitter:
         dctx, c0, c1 = drv.args
         local = db.alloca(PTR, size=_i64(nslots))
         src = db.load(dctx, typ=PTR)
+        poll = interrupt.Poller(db, self.module, db.load(
+            db.gep(src, [_i64(self.err_slot)], source_etype=PTR), typ=PTR))
+        stop = drv.append_basic_block("chunks.stop")
         from .emit_loops import _for, identity
 
         def one(c):
+            poll.check(db, stop)            # a chunk is at most 1/CHUNKS of a long loop
             _for(db, _i64(0), _i64(nslots), _i64(1), lambda k: db.store(
                 db.load(db.gep(src, [k], source_etype=PTR), typ=PTR),
                 db.gep(local, [k], source_etype=PTR)), "cp")
@@ -212,6 +234,8 @@ class SegmentEmitter:
             hi = db.select(db.icmp_signed("<", hi, _i64(code.n0)), hi, _i64(code.n0))
             db.call(code.fn, [local, lo, hi])
         _for(db, c0, c1, _i64(1), one, "c")
+        db.branch(stop)
+        db.position_at_end(stop)
         db.ret_void()
         b.call(threads.declare_parallel_for(self.module), [drv, ctx, _i64(nchunks), _i64(1)])
         for n, (slot, e) in enumerate(sinks):
@@ -325,8 +349,8 @@ class SegmentEmitter:
                                            M, block)
             counter = b.alloca(I64)
             b.store(_i64(0), counter)
-            ctx = b.alloca(PTR, size=_i64(4 + len(extra)))
-            for k, p in enumerate(ptrs + extra + [counter]):
+            ctx = b.alloca(PTR, size=_i64(5 + len(extra)))
+            for k, p in enumerate(ptrs + extra + [counter, self._err_cell(b, slots)]):
                 b.store(p, b.gep(ctx, [_i64(k)], source_etype=PTR))
             old = None
             if path == "blas":            # our pool splits rows: never BLAS threads as well
@@ -346,7 +370,12 @@ class SegmentEmitter:
             kern = matmul.emit_batched(self.module, name + "_b", kern, dt, batch, a_bs, b_bs,
                                        M * N)
         self.codes[id(step)] = (M, K, N, batch, *desc)
-        b.call(kern, ptrs + extra)
+        rc = b.call(kern, ptrs + extra)        # ERR_NOMEM: no memory for a packed B panel
+        with b.if_then(b.icmp_signed("!=", rc, ir.Constant(I32, 0)), likely=False):
+            b.atomic_rmw("or", self._err_cell(b, slots), rc, "monotonic")
+
+    def _err_cell(self, b, slots):
+        return b.load(b.gep(slots, [_i64(self.err_slot)], source_etype=PTR), typ=PTR)
 
 
 def emit_kernel(module, name, seg_fn, nslots, sources, arena_bytes, consts) -> ir.Function:
@@ -358,8 +387,9 @@ def emit_kernel(module, name, seg_fn, nslots, sources, arena_bytes, consts) -> i
     fn.args[0].name = "bufs"
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     slots = b.alloca(PTR, size=_i64(nslots + 1), name="slots")
-    err = b.alloca(I32, name="err")
+    err = b.alloca(I32, size=_i64(2), name="err")      # {error bits, interrupt.start}
     b.store(ir.Constant(I32, 0), err)
+    interrupt.emit_call_start(b, module, err)
     b.store(err, b.gep(slots, [_i64(nslots)], source_etype=PTR))
     arena = None
     if arena_bytes:

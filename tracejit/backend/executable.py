@@ -7,7 +7,8 @@ call. Otherwise (hybrid) Python walks the program: native segments (``i32 @seg(p
 NumPy fallback equations, sharing one slot array; fallback results are fresh NumPy arrays.
 Error codes: the slot array's last entry points to an i32 error cell; a native gather with an
 index out of range sets it to ``ERR_INDEX`` (reading nothing out of bounds) and the segment
-returns it, and ``_raise`` turns it into IndexError after the call.
+returns it, and ``_raise`` turns it into IndexError after the call (``ERR_NOMEM``: MemoryError,
+``interrupt.ERR_INTERRUPT``: Ctrl-C, what Python's SIGINT handler raises).
 
 Stacks (``stacks.py``): a graph whose inputs or outputs include stacks (a vjp's forward and
 backward graphs) is called through ``_call_with_stacks``: input stacks are lent as descriptors
@@ -52,7 +53,8 @@ from llvmlite import ir
 
 from ..bugreport import compiler_stage
 from ..ir import Literal, _Namer
-from . import buffers, control, control_fallback, emit_steps, fuse, jit, stacks, tiers
+from . import (buffers, control, control_fallback, emit_steps, fuse, interrupt, jit, stacks,
+               tiers)
 
 log = logging.getLogger("tracejit")
 
@@ -116,14 +118,16 @@ _ARR_DATA = 16
 def _raise(code):
     from .control import ERR_WHILE_LIMIT
     from .emit_loops import ERR_INDEX
+    if code & interrupt.ERR_INTERRUPT:      # first: the user asked to stop, whatever else failed
+        interrupt.raise_interrupt()
     if code & ERR_WHILE_LIMIT:
         from ..config import config
         raise RuntimeError(f"while_loop exceeded config.max_while_iterations = "
                            f"{config.max_while_iterations}")
     if code & stacks.ERR_NOMEM:
         raise MemoryError("tracejit: out of memory allocating a compiled function's temporary "
-                          "buffers, the record of a while loop (its reverse-mode tape) or the "
-                          "outputs of a scan")
+                          "buffers, the record of a while loop (its reverse-mode tape), the "
+                          "outputs of a scan or the scratch of a matmul or argmax")
     if code & stacks.ERR_STACK_LENGTH:
         raise ValueError("tracejit: scan of run-time length over stacks of different lengths")
     if code == ERR_INDEX:
@@ -169,6 +173,7 @@ class Executable:
     def __init__(self, graph):
         t0 = time.perf_counter()
         _register_libc()
+        interrupt.install()            # Ctrl-C stops long loops (main thread, Linux)
         self.graph = graph
         with compiler_stage("fusion planning (backend/fuse.py)", graph):
             self.plan = fuse.partition(graph)
@@ -390,7 +395,7 @@ class Executable:
         arena = np.empty(max(1, bp.arena_bytes), np.uint8)
         arrays, slots = {}, self._slots_t()
         descs = {}                  # stack var -> its descriptor (a uint64[2] array)
-        err = np.zeros(1, np.int32)
+        err = np.array([0, interrupt.call_start()], np.int32)   # the error cell
         slots[bp.err_slot] = err.ctypes.data
         for k, s in enumerate(bp.slots):
             if s.var.ty.dynamic:

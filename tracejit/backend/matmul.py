@@ -14,6 +14,7 @@ shared/reference/matmul-notes.md, "tiled fixed-shape"):
   body serves the row-range variant (runtime row bounds) used to split work over threads.
 * When B's column stride is not 1 (e.g. a Bᵀ view), each column panel of B (K x MR-tile width) is
   packed once into a contiguous buffer (stack below 128 KiB, else malloc) and reused by all rows.
+  Kernels return an i32: 0, or ``stacks.ERR_NOMEM`` when that malloc failed (nothing written).
 * ``N == 1`` with k-contiguous A (matrix-vector) uses a dot-product form instead: a single pass
   over A with vector partial sums, reduced at the end (the product is memory bound).
 
@@ -37,14 +38,14 @@ import numpy as np
 from llvmlite import ir
 
 from .matmul_kernel import (  # noqa: F401 - re-exported: the backend's matmul vocabulary
-    _SCALAR, I64, PTR, _emit_complex, _emit_dot_rows, _emit_tiled, _i64, _Kernel, _loop,
+    _SCALAR, I32, I64, PTR, _emit_complex, _emit_dot_rows, _emit_tiled, _i64, _Kernel, _loop,
     _vsuffix, lanes, tile_shape, vector_bytes)
 
 # ---------------------------------------------------------------------------------------------
 # Public emitters
 
 def _make_function(module, name, extra):
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR] + list(extra)), name)
+    fn = ir.Function(module, ir.FunctionType(I32, [PTR, PTR, PTR] + list(extra)), name)
     for i, nm in enumerate("ABC"):
         fn.args[i].name = nm
         fn.args[i].add_attribute("noalias")
@@ -77,13 +78,14 @@ def _emit_body(fn, operands, dtype, M, K, N, a_strides, b_strides, c_strides, ep
             _emit_dot_rows(kn, A, x, C, row_start, row_end)
         else:
             _emit_tiled(kn, A, B, C, M, N, row_start, row_end)
-    b.ret_void()
+    b.ret(ir.Constant(I32, 0))
     return fn
 
 
 def emit_matmul(module, name, dtype, M, K, N, *, a_strides, b_strides, c_strides=None,
                 epilogue=None, accumulate=False, extra_args=()):
-    """Emit ``void @name(ptr A, ptr B, ptr C, <extra_args>...)``: C[M,N] = A[M,K] @ B[K,N].
+    """Emit ``i32 @name(ptr A, ptr B, ptr C, <extra_args>...)``: C[M,N] = A[M,K] @ B[K,N];
+    returns 0, or ERR_NOMEM when a packed B panel could not be allocated (module docstring).
 
     Strides are element strides: ``a_strides=(s_m, s_k)``, ``b_strides=(s_k, s_n)``,
     ``c_strides=(s_m, s_n)`` (default ``(N, 1)``).  Aᵀ/Bᵀ views are just swapped strides; a B with
@@ -112,7 +114,7 @@ def emit_matmul(module, name, dtype, M, K, N, *, a_strides, b_strides, c_strides
 
 def emit_matmul_rows(module, name, dtype, M, K, N, *, a_strides, b_strides, c_strides=None,
                      epilogue=None, accumulate=False, extra_args=()):
-    """Emit ``void @name(ptr A, ptr B, ptr C, i64 row_start, i64 row_end, <extra_args>...)``.
+    """Emit ``i32 @name(ptr A, ptr B, ptr C, i64 row_start, i64 row_end, <extra_args>...)``.
 
     Same product and contract as :func:`emit_matmul` but only rows ``[row_start, row_end)`` of C
     are computed; A, B, C are the full matrices' base pointers.  Requires
@@ -128,7 +130,7 @@ def emit_matmul_rows(module, name, dtype, M, K, N, *, a_strides, b_strides, c_st
 
 def emit_matvec(module, name, dtype, M, K, *, a_strides, x_stride=1, y_stride=1,
                 accumulate=False):
-    """Emit ``void @name(ptr A, ptr x, ptr y)``: y[M] = A[M,K] @ x[K] (y += ... if accumulate).
+    """Emit ``i32 @name(ptr A, ptr x, ptr y)``: y[M] = A[M,K] @ x[K] (y += ... if accumulate).
 
     k-contiguous A (``a_strides[1] == 1``) uses the dot form (one pass over A, 4 rows x 2 vector
     partial sums, strided x packed to the stack).  m-contiguous A (Aᵀ) uses the axpy form: the
@@ -147,7 +149,7 @@ def emit_matvec(module, name, dtype, M, K, *, a_strides, x_stride=1, y_stride=1,
 
 def emit_vecmat(module, name, dtype, K, N, *, b_strides, x_stride=1, y_stride=1,
                 accumulate=False):
-    """Emit ``void @name(ptr x, ptr B, ptr y)``: y[N] = x[K] @ B[K,N].
+    """Emit ``i32 @name(ptr x, ptr B, ptr y)``: y[N] = x[K] @ B[K,N].
 
     Row-major B uses the axpy form (1 x K @ K x N tiled); k-contiguous B (a Bᵀ view) is computed
     as the dot-form ``Bᵀ @ x`` so no packing is needed.
@@ -165,7 +167,8 @@ def emit_vecmat(module, name, dtype, K, N, *, b_strides, x_stride=1, y_stride=1,
 
 def emit_batched(module, name, kernel, dtype, batch, a_batch_stride, b_batch_stride,
                  c_batch_stride):
-    """Emit ``void @name(ptr A, ptr B, ptr C)`` running ``kernel`` once per batch element.
+    """Emit ``i32 @name(ptr A, ptr B, ptr C)`` running ``kernel`` once per batch element (the
+    first non-zero code it returns stops the batch and is returned).
 
     ``kernel`` is an ``ir.Function`` from :func:`emit_matmul` in the same module (no extra args);
     element ``i`` uses ``A + i*a_batch_stride`` etc. (element strides, 0 broadcasts an operand).
@@ -181,9 +184,11 @@ def emit_batched(module, name, kernel, dtype, batch, a_batch_stride, b_batch_str
     def one(i, _):
         ptrs = [b.gep(p, [b.mul(i, _i64(st * size))], source_etype=i8)
                 for p, st in zip(fn.args[:3], (a_batch_stride, b_batch_stride, c_batch_stride))]
-        b.call(kernel, ptrs)
+        rc = b.call(kernel, ptrs)
+        with b.if_then(b.icmp_signed("!=", rc, ir.Constant(I32, 0)), likely=False):
+            b.ret(rc)
     _loop(b, 0, batch, one, name="batch")
-    b.ret_void()
+    b.ret(ir.Constant(I32, 0))
     return fn
 
 
@@ -191,9 +196,11 @@ def emit_rows_chunk(module, name, rows_kernel, n_extra, M, block):
     """Emit ``void @name(ptr ctx, i64, i64)``: rows of C in blocks taken from a shared counter.
 
     ``ctx`` points to ``3 + n_extra`` pointers ``{A, B, C, extra...}`` followed by a pointer to
-    an i64 counter starting at 0. Each call ignores its range and repeatedly takes the next block
-    (an atomic add) and runs ``rows_kernel`` (from :func:`emit_matmul_rows`, ``extra_args`` of
-    ``n_extra`` pointers) on rows ``[k*block, min((k+1)*block, M))`` until none is left. Run it
+    an i64 counter starting at 0 and one to the call's i32 error cell. Each call ignores its
+    range and repeatedly takes the next block (an atomic add) and runs ``rows_kernel`` (from
+    :func:`emit_matmul_rows`, ``extra_args`` of ``n_extra`` pointers; or a void BLAS one) on
+    rows ``[k*block, min((k+1)*block, M))`` until none is left or the kernel returns an error
+    code, which is or-ed into the cell. Run it
     with ``threads.tj_parallel_for(fn, ctx, n=nblocks, grain=1)``: a thread that is descheduled
     (the other core busy on a shared machine) leaves its blocks to the others instead of
     finishing last on a static half, which made 2 threads as slow as 1. Each element's sum is
@@ -206,6 +213,7 @@ def emit_rows_chunk(module, name, rows_kernel, n_extra, M, block):
     ctx = fn.args[0]
     ops = [b.load(b.gep(ctx, [_i64(i)], source_etype=PTR), typ=PTR) for i in range(3 + n_extra)]
     counter = b.load(b.gep(ctx, [_i64(3 + n_extra)], source_etype=PTR), typ=PTR)
+    cell = b.load(b.gep(ctx, [_i64(4 + n_extra)], source_etype=PTR), typ=PTR)
     loop, body, done = (fn.append_basic_block(n) for n in ("take", "rows", "done"))
     b.branch(loop)
     b.position_at_end(loop)
@@ -215,8 +223,15 @@ def emit_rows_chunk(module, name, rows_kernel, n_extra, M, block):
     b.position_at_end(body)
     hi = b.add(lo, _i64(block))
     hi = b.select(b.icmp_signed("<", hi, _i64(M)), hi, _i64(M))
-    b.call(rows_kernel, ops[:3] + [lo, hi] + ops[3:])
-    b.branch(loop)
+    rc = b.call(rows_kernel, ops[:3] + [lo, hi] + ops[3:])
+    if rc.type == I32:
+        failed = fn.append_basic_block("failed")
+        b.cbranch(b.icmp_signed("!=", rc, ir.Constant(I32, 0)), failed, loop)
+        b.position_at_end(failed)
+        b.atomic_rmw("or", cell, rc, "monotonic")
+        b.branch(done)
+    else:
+        b.branch(loop)
     b.position_at_end(done)
     b.ret_void()
     return fn

@@ -10,6 +10,7 @@ import numpy as np
 from llvmlite import ir
 
 from . import jit
+from .stacks import ERR_NOMEM
 
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
@@ -17,6 +18,10 @@ _STACK_PACK_LIMIT = 128 * 1024  # bytes; larger B panels go to malloc (worker th
 
 _SCALAR = {np.dtype(np.float64): ir.DoubleType(), np.dtype(np.float32): ir.FloatType(),
            np.dtype(np.int64): I64, np.dtype(np.int32): I32,
+           # narrow and unsigned ints: the same wrapping mul + add (the bits do not depend on
+           # the sign); NumPy's int8 @ int8 is int8 too
+           **{np.dtype(d): ir.IntType(8 * np.dtype(d).itemsize)
+              for d in ("int8", "int16", "uint8", "uint16", "uint32", "uint64")},
            np.dtype(np.complex128): ir.DoubleType(), np.dtype(np.complex64): ir.FloatType()}
 
 
@@ -116,7 +121,7 @@ class _Kernel:
     def __init__(self, b, dtype, K, a_strides, b_strides, c_strides, epilogue, accumulate):
         self.b = b
         self.dtype = np.dtype(dtype)
-        self.is_int = self.dtype.kind == "i"
+        self.is_int = self.dtype.kind in "iu"
         self.T = _SCALAR[self.dtype]
         self.vl = lanes(self.dtype) if self.dtype.kind != "c" else 1
         self.V = ir.VectorType(self.T, self.vl)
@@ -330,6 +335,8 @@ def _emit_tiled(kn, A, B, C, M, N, row_start, row_end):
             malloc = _declare(b.module, "tj_malloc", ir.FunctionType(PTR, [I64]))
             free = _declare(b.module, "tj_free", ir.FunctionType(ir.VoidType(), [PTR]))
             buf = b.call(malloc, [_i64(nbytes)], name="bpack")
+            with b.if_then(b.icmp_unsigned("==", buf, ir.Constant(PTR, None)), likely=False):
+                b.ret(ir.Constant(I32, ERR_NOMEM))   # nothing allocated, nothing written yet
 
     def panel(col0, nvec, ncols):
         widths = [min(vl, ncols - v * vl) for v in range(nvec)]
