@@ -101,8 +101,14 @@ class WriteBack:
         written = tuple(i for i, t in enumerate(tracers) if t.irvar is not before[i])
         # NumPy's reshape of an argument is a view or a copy depending on its memory layout;
         # the trace took arguments as C-contiguous, which only matters when something is written
-        contiguous = tuple(i for i, t in enumerate(tracers) if id(t) in builder.layout_roots) \
-            if builder.wrote else ()
+        contiguous = ()
+        if builder.wrote and builder.layout_roots:
+            args = {id(t) for t in tracers}
+            # a computed array (x * 2, x.astype) has its operands' layout in NumPy
+            derived = any(r not in args and r not in builder.c_roots
+                          for r in builder.layout_roots)
+            contiguous = tuple(i for i, t in enumerate(tracers) if id(t) in builder.layout_roots
+                               or derived and t.ndim >= 2)
         if not written and not contiguous:
             return None
         aliases = tuple((k, i) for k, o in enumerate(out_leaves) for i in written
@@ -123,8 +129,8 @@ class WriteBack:
             if isinstance(x, np.ndarray) and not x.flags.c_contiguous:
                 raise InputError(
                     f"argument {self.names[i]} is not C-contiguous, and the traced function "
-                    f"reshapes it and writes into arrays: whether NumPy's reshape is a view "
-                    f"(seeing the writes) or a copy depends on the memory layout, and this trace assumed a "
+                    f"reshapes it (or an array computed from it) and writes into arrays: whether "
+                    f"NumPy's reshape is a view (seeing the writes) or a copy depends on the memory layout, and this trace assumed a "
                     f"C-contiguous array. Pass np.ascontiguousarray(x).")
         for i in self.leaves:
             x = leaves[i]

@@ -232,6 +232,7 @@ class Builder:
         # the roots whose memory layout decided whether a reshape was a view
         self.wrote = False
         self.layout_roots: set[int] = set()
+        self.c_roots: set[int] = set()       # arrays created C-ordered whatever the arguments
         # source of the equations being added, when a transform knows it (a rule's equations
         # carry the source of the equation they derive from): saves a stack walk per equation
         self.source: str | None = None

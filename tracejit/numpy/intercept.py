@@ -42,12 +42,14 @@ def _array(value) -> Tracer:
     """A traced array (not a scalar: ``np.array(5.0) += 1`` writes) of a concrete value."""
     out = current_builder().constant(value)
     out.frozen = False
+    out.builder.c_roots.add(id(out))
     return out
 
 
 def _uniform(shape, value, dtype) -> Tracer:
     out = filled(shape if isinstance(shape, (tuple, list)) else (shape,), value, dtype)
     out.frozen = False
+    out.builder.c_roots.add(id(out))
     return out
 
 
