@@ -375,3 +375,92 @@ def test_in_place_results_keep_the_arrays_dtype():
         w += x                        # same_kind cast back to float32, as NumPy
         return w
     same_as_numpy(f32, V)
+
+
+# minimised fuzz findings (tests/fuzz --programs mutating, seeds 731 and 741) ------------------
+
+def test_zero_d_arrays_numpy_returns_as_arrays_are_writable():
+    def astype(x):
+        v = x.astype(np.int32)
+        v[...] = -1
+        return v
+    same_as_numpy(astype, np.array(2.0))
+
+    def like(x):
+        v = np.zeros_like(x[0])
+        for i in range(4):
+            v += x[i]
+        v[()] = -v
+        w = np.empty_like(np.asarray(x[1]))
+        w.fill(3)
+        return v, w
+    same_as_numpy(like, np.arange(4.0))
+
+    def of_a_python_float(s):
+        v = np.asarray(s)
+        np.sin(v, out=v)
+        w = np.transpose(s, ())
+        np.putmask(w, np.array(True), w * 2)
+        return v, w
+    want = of_a_python_float(2.0)
+    for backend in BACKENDS:
+        got = tj.trace(of_a_python_float, backend=backend)(2.0)
+        assert all(isinstance(g, np.ndarray) and g.shape == () for g in got)
+        np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-15)
+
+
+def test_written_zero_d_argument_is_returned_as_the_callers_array():
+    def f(x):
+        x.fill(-2.5)
+        return (x,)
+    x = np.array(1.0)
+    out = tj.trace(f)(x)
+    assert out[0] is x and x == -2.5
+
+
+def test_concrete_masks_over_leading_axes():
+    def f(x, y, z):
+        x[np.array([True, False, True])] *= 2
+        y[np.array([False, True, True])] = -2.0
+        z[np.array([[True, False]])] = 4
+        return ()
+    same_as_numpy(f, np.arange(3.0), np.zeros((3, 3)), np.zeros((1, 2, 2), np.int32))
+
+    def traced_mask_rows(x, row):
+        x[x[:, 0] > 0] = row        # one value per selected row: NumPy broadcasts it
+        return ()
+    same_as_numpy(traced_mask_rows, X.copy(), np.arange(5.0))
+
+
+def test_identity_valued_ops_are_new_arrays():
+    def f(x, i):
+        v = np.positive(x)
+        v += 1
+        w = np.conj(x)
+        c = np.ceil(i)
+        c[0] = 7
+        r = +x
+        r[1] = 5
+        x[0] = 9
+        return v, w, c, r
+    same_as_numpy(f, np.arange(3.0), np.arange(3))
+
+
+def test_ravel_of_a_non_contiguous_view_is_a_copy():
+    def f(x, y):
+        x[::2].ravel()[0] = 9
+        y[:, 0].ravel()[0] = 9
+        b = np.broadcast_to(x[0], (2,)).ravel()
+        b[0] = 1.5
+        return b
+    same_as_numpy(f, np.arange(6.0), np.arange(6.0).reshape(3, 2))
+
+
+def test_computed_arrays_keep_a_transposed_arguments_layout():
+    def f(a0, a1):
+        v0 = a1.astype(np.float32)        # F-ordered in NumPy when a1 is
+        np.copyto(v0.ravel(), a0 * 1)     # so ravel copies and v0 is unchanged
+        return (v0,)
+    same_as_numpy(f, np.array(5.0), np.arange(4.0).reshape(2, 2))
+    with pytest.raises(tj.InputError, match="C-contiguous"):
+        tj.trace(f)(np.array(5.0), np.arange(4.0).reshape(2, 2).T)
