@@ -27,8 +27,13 @@ def _data(ty, rng, special=True):
     dt, shape = ty.dtype, ty.shape
     if dt.kind == "b":
         return rng.random(shape) < 0.5
-    if dt.kind == "i":
-        return rng.integers(-9, 10, size=shape).astype(dt)
+    if dt.kind in "iu":
+        # small values (negative ones wrap to large unsigned values), plus the extremes
+        x = rng.integers(-9, 10, size=shape).astype(dt)
+        if special and x.size >= 7:
+            info = np.iinfo(dt)
+            x.reshape(-1)[:3] = [info.min, info.max, info.max - 1]
+        return x
     x = (rng.standard_normal(shape) * 3).astype(dt)
     if dt.kind == "c":
         x = x + 1j * (rng.standard_normal(shape) * 3).astype(dt)
@@ -112,7 +117,7 @@ def test_select():
 def test_integer_pow(dt):
     prim = REGISTRY["integer_pow"]
     for n in (-2, 0, 1, 2, 3, 5):
-        if dt.kind == "i" and n < 0:
+        if dt.kind in "iu" and n < 0:
             continue
         check("integer_pow", lambda x: [prim.bind(x, n=n)], [Type(dt, (19,))], special=False)
 
@@ -137,7 +142,7 @@ def test_reductions(name, dt):
 @pytest.mark.parametrize("name", ["argmax", "argmin"])
 def test_arg_reductions(name):
     prim = REGISTRY[name]
-    for dt in (dtypes.bool_, dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64):
+    for dt in (dtypes.bool_, *dtypes.INTEGERS, dtypes.float32, dtypes.float64):
         for axis in (0, 1):
             check(name, lambda x: [prim.bind(x, axis=axis)], [Type(dt, (6, 41))])
 
@@ -145,7 +150,7 @@ def test_arg_reductions(name):
 @pytest.mark.parametrize("name", ["cumsum", "cumprod"])
 def test_scans(name):
     prim = REGISTRY[name]
-    for dt in (dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64, dtypes.complex128):
+    for dt in (*dtypes.INTEGERS, dtypes.float32, dtypes.float64, dtypes.complex128):
         for axis in (0, 1):
             for reverse in (False, True):
                 check(name, lambda x: [prim.bind(x, axis=axis, reverse=reverse)],

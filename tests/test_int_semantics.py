@@ -108,7 +108,7 @@ def test_range_crossing_retraces_and_is_logged(caplog):
                                                     r"bounds for int32\n  at .*test_int_sem"):
                 f(I32, 2**40)
         assert "args[1] changed from a non-negative int within the int32 range to a " \
-               "non-negative int outside the int32 range" in caplog.text
+               "non-negative int outside the uint32 range" in caplog.text
         np.testing.assert_array_equal(f(I32, 4), I32 + 4)
         assert f.cache_info().traces == 2          # the failed trace is not cached
     finally:

@@ -138,7 +138,7 @@ def _check_inputs(kind, args, nums, holomorphic, allow_complex):
         for path, x in zip(tree.leaf_paths(tree.flatten(args[i])[1]), tree.flatten(args[i])[0]):
             t = leaf_type(x, f"argument {i}{path}")
             where = f"argument {i}{path}"
-            if t.dtype.kind in "bi":
+            if t.dtype.kind in "biu":
                 raise InputError(
                     f"{kind}: {where} has dtype {t.dtype}; only float (and complex) arguments "
                     f"can be differentiated. Convert it with .astype(float), or leave it out of "
@@ -177,7 +177,7 @@ def _value_and_grad_body(fun, argnums, has_aux, holomorphic, kind):
             raise InputError(f"{kind} requires a real-valued output, got {t.dtype}. For "
                              f"holomorphic functions pass holomorphic=True; for a real loss of "
                              f"complex values take .real or abs() first.")
-        if t.dtype.kind in "bi":
+        if t.dtype.kind in "biu":
             raise InputError(f"{kind} requires a float output, got {t.dtype}")
         g = vjp_fn(np.ones((), t.dtype))
         g = g[0] if single else tuple(g)

@@ -10,17 +10,27 @@ import numpy as np
 from .errors import DTypeError
 
 bool_ = np.dtype(np.bool_)
+int8 = np.dtype(np.int8)
+int16 = np.dtype(np.int16)
 int32 = np.dtype(np.int32)
 int64 = np.dtype(np.int64)
+uint8 = np.dtype(np.uint8)
+uint16 = np.dtype(np.uint16)
+uint32 = np.dtype(np.uint32)
+uint64 = np.dtype(np.uint64)
 float32 = np.dtype(np.float32)
 float64 = np.dtype(np.float64)
 complex64 = np.dtype(np.complex64)
 complex128 = np.dtype(np.complex128)
 
-SUPPORTED = (bool_, int32, int64, float32, float64, complex64, complex128)
-SHORT = {bool_: "bool", int32: "i32", int64: "i64", float32: "f32", float64: "f64",
+INTEGERS = (int8, int16, int32, int64, uint8, uint16, uint32, uint64)
+SUPPORTED = (bool_, *INTEGERS, float32, float64, complex64, complex128)
+SHORT = {bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64", uint8: "u8",
+         uint16: "u16", uint32: "u32", uint64: "u64", float32: "f32", float64: "f64",
          complex64: "c64", complex128: "c128"}
-_KIND_ORDER = {"b": 0, "i": 1, "f": 2, "c": 3}
+# a weak operand raises the kind only: signed and unsigned integers are one level (a Python int
+# next to a uint8 array stays uint8)
+_KIND_ORDER = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
 
 # Python scalar type -> the dtype of its weak type
 WEAK_DEFAULT = {bool: bool_, int: int64, float: float64, complex: complex128}
@@ -31,13 +41,6 @@ def canonical(dtype, what="value") -> np.dtype:
     dt = np.dtype(dtype)
     if dt in SUPPORTED:
         return dt
-    if dt.kind in "iu":
-        # Widening would change what the program computes: NumPy wraps int8 100 + 100 to -56
-        # and keeps uint8 results uint8; a clear error, not a silently different answer.
-        raise DTypeError(f"tracejit does not support dtype {dt} for {what} yet (only int32 and "
-                         f"int64 integers): computing in a wider type would lose NumPy's "
-                         f"{dt} wrap-around and result dtype. If the wider arithmetic is what you "
-                         f"want, convert first: x.astype(np.int64).")
     raise DTypeError(f"tracejit does not support dtype {dt} for {what}; supported dtypes are "
                      f"{', '.join(str(d) for d in SUPPORTED)}. Convert with .astype(...) first.")
 
@@ -55,7 +58,35 @@ def is_inexact(dt) -> bool:
 
 
 def is_int(dt) -> bool:
-    return np.dtype(dt).kind == "i"
+    """A signed or unsigned integer dtype (bool is not)."""
+    return np.dtype(dt).kind in "iu"
+
+
+def sum_dtype(dt) -> np.dtype:
+    """NumPy's default accumulator of sum/prod/cumsum/cumprod on a 64-bit platform: bools and
+    signed ints narrower than int64 go to int64, unsigned ints to uint64."""
+    dt = np.dtype(dt)
+    if dt.kind in "bi":
+        return int64
+    return uint64 if dt.kind == "u" else dt
+
+
+def float_result(dt, what="") -> np.dtype:
+    """The float dtype NumPy's float ufunc loops (sin, sqrt, arctan2, ...) pick for ``dt``: the
+    smallest float that holds it exactly, so int16/uint16 go to float32 and wider ints to
+    float64. int8/uint8 would be float16, which tracejit lacks: a DTypeError, not a silently
+    wider result. (bool, also float16 in NumPy, stays float64 as before narrow integers.)"""
+    dt = np.dtype(dt)
+    if dt.kind in "fc":
+        return dt
+    if dt.kind == "b":
+        return float64
+    out = np.promote_types(dt, np.float16)
+    if out == np.float16:
+        raise DTypeError(f"numpy{'.' + what if what else ''} of {dt} computes in float16, which "
+                         f"tracejit does not support; convert first, e.g. "
+                         f"x.astype(np.float32)")
+    return out
 
 
 def real_dtype(dt) -> np.dtype:
@@ -65,7 +96,7 @@ def real_dtype(dt) -> np.dtype:
 
 def complex_dtype(dt) -> np.dtype:
     dt = np.dtype(dt)
-    return {float32: complex64, float64: complex128}.get(dt, complex128 if dt.kind in "bi" else dt)
+    return {float32: complex64, float64: complex128}.get(dt, complex128 if dt.kind in "biu" else dt)
 
 
 def float_dtype(dt) -> np.dtype:
@@ -97,6 +128,6 @@ def promote(*typed) -> tuple[np.dtype, bool]:
                 result = complex_dtype(result) if result.kind == "f" else complex128
             elif d.kind == "f":
                 result = float64
-            elif d.kind == "i":
+            elif d.kind in "iu":
                 result = int64
     return canonical(result), False

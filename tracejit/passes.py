@@ -219,7 +219,7 @@ def _identity(eqn, ins, out, producer):
     if p is ew.mul_p:
         for a, b in (ins, ins[::-1]):
             # not complex: (nan+1j) * (1+0j) is nan+nanj by the product formula, not x
-            if _is_literal(b, 1) and _same_type(a, out) and a.ty.dtype.kind in "if":
+            if _is_literal(b, 1) and _same_type(a, out) and a.ty.dtype.kind in "iuf":
                 return a
     elif p is ew.sub_p:
         if _is_literal(ins[1], 0) and _same_type(ins[0], out):
@@ -229,7 +229,7 @@ def _identity(eqn, ins, out, producer):
             # not complex: -0.0 + 0j adds +0.0 to the imaginary part (-0.0 -> +0.0)
             if _same_type(a, out) and ((_is_literal(b, 0, negzero=True) and
                                         a.ty.dtype.kind == "f") or
-                                       (_is_literal(b, 0) and a.ty.dtype.kind in "bi")):
+                                       (_is_literal(b, 0) and a.ty.dtype.kind in "biu")):
                 return a
     elif p is ew.neg_p:
         src = producer.get(id(ins[0]))

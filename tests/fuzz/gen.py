@@ -21,7 +21,10 @@ import numpy as np
 
 from . import npshim
 
-DTYPES = ["bool", "int32", "int64", "float32", "float64", "complex64", "complex128"]
+NARROW_INTS = ["int8", "int16", "uint8", "uint16", "uint32", "uint64"]
+DTYPES = ["bool", "int32", "int64", "float32", "float64", "complex64", "complex128", *NARROW_INTS]
+# argument dtype weights (DTYPES order), for arguments whose dtype the theme leaves open
+_DTYPE_P = [.07, .07, .08, .15, .33, .06, .08, .03, .02, .04, .02, .02, .03]
 FLOATS = ("float32", "float64")
 MAX_ELEMS = 4096           # per variable, small programs (keeps a program's oracles < 1 s)
 BIG_ELEMS = 400_000        # big programs cross the threading threshold
@@ -102,8 +105,12 @@ def make_arg(arg: Arg, seed: int, call: int = 0):
     dt = np.dtype(arg.dtype)
     if dt.kind == "b":
         x = rng.random(base) < 0.5
-    elif dt.kind == "i":
-        x = rng.integers(-6, 7, size=base).astype(dt)
+    elif arg.dtype in NARROW_INTS and rng.random() < 0.3:
+        # narrow ints over their whole range: wrap-around and unsigned comparisons get hit
+        info = np.iinfo(dt)
+        x = rng.integers(info.min, info.max, size=base, dtype=dt, endpoint=True)
+    elif dt.kind in "iu":
+        x = rng.integers(-6, 7, size=base).astype(dt)       # unsigned: -k wraps to max - k + 1
     elif dt.kind == "c":
         x = (rng.normal(size=base) + 1j * rng.normal(size=base)).astype(dt)
     else:
@@ -191,7 +198,8 @@ class Gen:
             rank = rng.choice(5, p=[0.08, 0.3, 0.32, 0.2, 0.1])
             base = tuple(int(rng.choice([0, 1, 2, 3, 4, 5], p=[.04, .14, .26, .24, .18, .14]))
                          for _ in range(rank))
-        theme = rng.choice(["f64", "f32", "mixed", "int", "complex"], p=[.4, .15, .25, .1, .1])
+        theme = rng.choice(["f64", "f32", "mixed", "int", "complex", "narrow"],
+                           p=[.37, .14, .24, .09, .09, .07])
         for k in range(int(rng.integers(1, 5))):
             name = f"a{k}"
             u = rng.random()
@@ -208,8 +216,10 @@ class Gen:
                 continue
             dtype = {"f64": "float64", "f32": "float32", "int": "int64",
                      "complex": "complex128"}.get(str(theme))
+            if theme == "narrow":
+                dtype = str(rng.choice(NARROW_INTS))
             if dtype is None or rng.random() < 0.15:
-                dtype = str(rng.choice(DTYPES, p=[.08, .08, .1, .17, .4, .07, .1]))
+                dtype = str(rng.choice(DTYPES, p=_DTYPE_P))
             shape = list(base[len(base) - int(rng.integers(0, len(base) + 1)):] if base else [])
             if not self.big:
                 shape = [1 if rng.random() < 0.15 else d for d in shape]

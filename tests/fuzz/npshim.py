@@ -114,7 +114,16 @@ class _AtIndex:
     def __init__(self, x, idx):
         self.x, self.idx = x, idx
 
+    def _check_int(self, v):
+        """A Python int out of an integer array's range raises, as ``x[i] = v`` and tracejit's
+        ``.at`` do (``ufunc.at`` itself would wrap it: uint8 ``-1`` became 255)."""
+        if type(v) is int and self.x.dtype.kind in "iu":
+            info = np.iinfo(self.x.dtype)
+            if not info.min <= v <= info.max:
+                raise OverflowError(f"Python integer {v} out of bounds for {self.x.dtype}")
+
     def _apply(self, ufunc, v):
+        self._check_int(v)
         out = self.x.copy()
         v = np.asarray(v)
         if np.result_type(out, v) != out.dtype and not (v.ndim == 0 and v.dtype.kind in "iub"
@@ -124,6 +133,7 @@ class _AtIndex:
         return out
 
     def set(self, v):
+        self._check_int(v)
         out = self.x.copy()
         if np.result_type(out, np.asarray(v)) != out.dtype and np.ndim(v):
             raise TypeError("at[].set would need an unsafe cast")

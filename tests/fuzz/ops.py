@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .gen import _lit
+from .gen import NARROW_INTS, _lit
 
 # unary: template over {x}; the float-only ones take ints too (NumPy promotes)
 UNARY = [
@@ -75,7 +75,37 @@ def unary(g):
     if tmpl.startswith(("np.round", "np.floor", "np.ceil", "np.rint")) and \
             _near_rounding_boundary(g.val(x), tmpl):
         return None      # ill-conditioned here: an ulp of the operand (a libm difference) flips it
+    if _computes_in_float16(tmpl, g.val(x)):
+        return None
     return tmpl.format(x=x), [x], ["unary:" + tmpl.split("(")[0]] + tags
+
+
+def _computes_in_float16(tmpl, *vals) -> bool:
+    """Whether NumPy computes a step of ``tmpl`` in float16 for operands of these dtypes (a
+    float ufunc of 8-bit ints), which tracejit refuses (DTypeError) even when a later float64
+    operand hides it from the statement's result dtype."""
+    if not any(v.dtype.kind in "iu" and v.dtype.itemsize == 1 for v in vals):
+        return False
+    seen = []
+
+    class _Np:                   # np, with every function's result dtype recorded
+        def __getattr__(self, name):
+            fn = getattr(np, name)
+            if not callable(fn):
+                return fn
+
+            def call(*a, **k):
+                out = fn(*a, **k)
+                seen.append(getattr(out, "dtype", None))
+                return out
+            return call
+    ops = {"x": np.ones(1, vals[0].dtype), "y": np.ones(1, vals[-1].dtype)}
+    try:
+        with np.errstate(all="ignore"):
+            eval(tmpl.format(x="x", y="y"), {"np": _Np(), **ops})
+    except Exception:            # noqa: BLE001 - NumPy decides later, on the real operands
+        return False
+    return np.dtype(np.float16) in seen
 
 
 def _near_rounding_boundary(v, tmpl) -> bool:
@@ -103,13 +133,13 @@ def binary(g):
     x = g.pick()
     y, uy = _operand(g, x, g.val(x).dtype.kind)
     tmpl = BINARY[g.rng.integers(len(BINARY))]
-    if "**" in tmpl and str(y).startswith("-") and g.val(x).dtype.kind in "ib":
+    if "**" in tmpl and str(y).startswith("-") and g.val(x).dtype.kind in "iub":
         return None                      # int ** negative literal: refused when tracing
     if g.rng.random() < 0.3:
         x, y = y, x          # literal on the left too (weak scalar with __radd__ etc.)
         uy = uy if x in g.env else []
     uses = [u for u in (x, y) if u in g.env]
-    if _jumps_near(g, x, y, tmpl):
+    if _jumps_near(g, x, y, tmpl) or _computes_in_float16(tmpl, *[g.val(u) for u in uses]):
         return None
     return tmpl.format(x=x, y=y), uses, ["binary:" + tmpl]
 
@@ -145,7 +175,7 @@ def _jumps_near(g, x, y, tmpl) -> bool:
 
 
 def intop(g):
-    x = g.pick(lambda v: v.dtype.kind in "ib")
+    x = g.pick(lambda v: v.dtype.kind in "iub")
     if x is None:
         return None
     y, uy = _operand(g, x, "i")
@@ -158,8 +188,18 @@ def astype(g):
     if g.val(x).dtype.kind == "c":
         return f"{x}.astype(np.{g.rng.choice(['complex64', 'complex128'])})", [x], ["astype:c"]
     dt = g.rng.choice(["bool", "int32", "int64", "float32", "float64", "complex64",
-                       "complex128"])
-    return f"{x}.astype(np.{dt if dt != 'bool' else 'bool_'})", [x], [f"astype:{dt}"]
+                       "complex128", "int8", "int16", "uint8", "uint16", "uint32", "uint64"])
+    cast = f"{x}.astype(np.{dt if dt != 'bool' else 'bool_'})"
+    if g.val(x).dtype.kind == "f" and dt in NARROW_INTS:
+        # NumPy's out-of-range float -> int cast is undefined (x86 wraps, tracejit saturates),
+        # and new inputs may leave any range the first ones kept: clip into the dtype's range
+        # (NaN stays NaN, an undefined cast too: not generated)
+        if np.isnan(g.val(x)).any():
+            return None
+        info = np.iinfo(dt)
+        lo, hi = max(int(info.min), -2**31), min(int(info.max), 2**31)
+        cast = f"np.clip({x}, {lo}, {hi}).astype(np.{dt})"
+    return cast, [x], [f"astype:{dt}"]
 
 
 def where(g):

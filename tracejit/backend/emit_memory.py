@@ -51,9 +51,9 @@ def identity(prim, dtype):
         return 0.0 if dt.kind == "f" else 0
     if prim == "reduce_prod":
         return 1
-    if dt.kind == "i":
-        big = int(np.iinfo(dt).max)
-        return -big - 1 if prim == "reduce_max" else big
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        return int(info.min) if prim == "reduce_max" else int(info.max)
     if dt.kind == "b":
         return 0 if prim == "reduce_max" else 1
     return float("-inf") if prim == "reduce_max" else float("inf")
@@ -84,7 +84,7 @@ class MemoryOps:
             nan_v, nan_b = b.fcmp_unordered("uno", v, v), b.fcmp_unordered("uno", best, best)
             strict = b.fcmp_ordered(">" if is_max else "<", v, best)
             return b.or_(strict, b.and_(nan_v, b.xor(nan_b, self.cx.like(nan_b, 1))))
-        cmp = b.icmp_unsigned if e.invars[0].ty.dtype.kind == "b" else b.icmp_signed
+        cmp = b.icmp_unsigned if e.invars[0].ty.dtype.kind in "bu" else b.icmp_signed
         return cmp(">" if is_max else "<", v, best)
 
     def _arg_step(self, e, slot, v, i, mask):

@@ -4,10 +4,12 @@ Every emitter takes ``(cx, eqn, *args)`` where ``cx`` is an :class:`OpContext` (
 count) and the args are LLVM values of the operands' register types (``<VL x T>``, or scalars
 when VL == 1; bool is ``i1``). Semantics follow NumPy bit for bit where NumPy is exact:
 - no fast-math flags anywhere (+ - * / round like NumPy);
+- LLVM integers carry no sign: a rule reads the signedness from its equation's first operand
+  (``_unsigned``) and picks udiv/urem/lshr/``icmp u*``/zext/uitofp/fptoui for unsigned dtypes;
 - integer ``floordiv``/``rem`` by zero give 0 (NumPy's values); INT_MIN // -1 wraps to INT_MIN;
 - float floordiv/rem follow NumPy's ``npy_divmod`` (fmod, sign fix-up, floor with 0.5 check);
 - max/min propagate NaN: ``(a >= b or isnan(a)) ? a : b`` as NumPy's maximum;
-- float -> int ``convert``: NaN -> 0, out-of-range saturates (``llvm.fptosi.sat``), as the
+- float -> int ``convert``: NaN -> 0, out-of-range saturates (``llvm.fpto[su]i.sat``), as the
   interpreter's ``convert`` impl;
 - transcendentals go through ``mathlib.call_math`` (vector functions, <= a few ulp).
 Complex values are (re, im) pairs; their rules (``CEMIT``) are in emit_complex.py.
@@ -24,8 +26,9 @@ from . import mathlib
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 F32, F64 = ir.FloatType(), ir.DoubleType()
-_REG = {np.dtype(np.bool_): I1, np.dtype(np.int32): I32, np.dtype(np.int64): I64,
-        np.dtype(np.float32): F32, np.dtype(np.float64): F64}
+_REG = {np.dtype(np.bool_): I1, np.dtype(np.float32): F32, np.dtype(np.float64): F64}
+for _dt in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"):
+    _REG[np.dtype(_dt)] = ir.IntType(8 * np.dtype(_dt).itemsize)
 
 
 def reg_type(dtype):
@@ -127,7 +130,9 @@ class OpContext:
             value = float(value)
             vkey = struct.pack("<d", value)        # keeps -0.0 and NaN payloads apart
         else:
-            value = vkey = int(value)
+            # two's complement in the signed range: uint64's 2**64 - 1 is i64 -1 (the bits)
+            half = 1 << (scalar_ty.width - 1)
+            value = vkey = (int(value) + half) % (2 * half) - half
         key = (str(scalar_ty), vkey, lanes)
         c = self._consts.get(key)
         if c is None:
@@ -178,6 +183,19 @@ def _is_bool(v):
     return t == I1
 
 
+def _unsigned(eqn) -> bool:
+    """Whether the integer operands of ``eqn`` (an elementwise equation, or the reduction or
+    scatter whose combining step is emitted) are unsigned: its first operand's dtype."""
+    return eqn.invars[0].ty.dtype.kind == "u"
+
+
+def _icmp(cx, eqn, op, x, y):
+    """``icmp`` of two integer (or bool) values, unsigned for unsigned dtypes and bools."""
+    if _is_bool(x) or _unsigned(eqn):
+        return cx.b.icmp_unsigned(op, x, y)
+    return cx.b.icmp_signed(op, x, y)
+
+
 def _math(name):
     return lambda cx, eqn, x: cx.math(name, x)
 
@@ -199,6 +217,8 @@ def _neg(cx, eqn, x):
 def _abs(cx, eqn, x):
     if _is_float(x):
         return cx.math("fabs", x)
+    if _unsigned(eqn):
+        return x
     return cx.b.select(cx.b.icmp_signed("<", x, cx.like(x, 0)), cx.b.sub(cx.like(x, 0), x), x)
 
 
@@ -209,15 +229,19 @@ def _sign(cx, eqn, x):
         pos, negv = b.fcmp_ordered(">", x, zero), b.fcmp_ordered("<", x, zero)
         iszero = b.fcmp_ordered("==", x, zero)
         return b.select(pos, one, b.select(negv, mone, b.select(iszero, zero, x)))
+    if _unsigned(eqn):
+        return b.zext(b.icmp_unsigned("!=", x, zero), x.type)
     pos, negv = b.icmp_signed(">", x, zero), b.icmp_signed("<", x, zero)
     return b.select(pos, one, b.select(negv, mone, zero))
 
 
-def _safe_divisor(cx, x, y):
+def _safe_divisor(cx, x, y, unsigned=False):
     """(divisor with 0 and the INT_MIN/-1 pair replaced by 1, mask of y == 0)."""
     b = cx.b
     bits = (y.type.element if isinstance(y.type, ir.VectorType) else y.type).width
     zero = b.icmp_signed("==", y, cx.like(y, 0))
+    if unsigned:
+        return b.select(zero, cx.like(y, 1), y), zero
     overflow = b.and_(b.icmp_signed("==", x, cx.like(x, -(1 << (bits - 1)))),
                       b.icmp_signed("==", y, cx.like(y, -1)))
     return b.select(b.or_(zero, overflow), cx.like(y, 1), y), zero
@@ -249,6 +273,9 @@ def _floordiv(cx, eqn, x, y):
     b = cx.b
     if _is_float(x):
         return _fmod_parts(cx, x, y)[0]
+    if _unsigned(eqn):                   # truncation is the floor; x // 0 is 0
+        d, zero = _safe_divisor(cx, x, y, unsigned=True)
+        return b.select(zero, cx.like(x, 0), b.udiv(x, d))
     d, zero = _safe_divisor(cx, x, y)
     q, r = b.sdiv(x, d), b.srem(x, d)
     adjust = b.and_(b.icmp_signed("!=", r, cx.like(r, 0)),
@@ -262,6 +289,9 @@ def _rem(cx, eqn, x, y):
     b = cx.b
     if _is_float(x):
         return _fmod_parts(cx, x, y)[1]
+    if _unsigned(eqn):
+        d, zero = _safe_divisor(cx, x, y, unsigned=True)
+        return b.select(zero, cx.like(x, 0), b.urem(x, d))
     d, zero = _safe_divisor(cx, x, y)
     r = b.srem(x, d)
     adjust = b.and_(b.icmp_signed("!=", r, cx.like(r, 0)),
@@ -280,7 +310,7 @@ def _minmax(is_max):
             return b.select(keep, x, y)
         if _is_bool(x):
             return b.or_(x, y) if is_max else b.and_(x, y)
-        return b.select(b.icmp_signed(">=" if is_max else "<=", x, y), x, y)
+        return b.select(_icmp(cx, eqn, ">=" if is_max else "<=", x, y), x, y)
     return emit
 
 
@@ -293,9 +323,7 @@ def _cmp(op):
             if op == "ne":
                 return b.fcmp_unordered("!=", x, y)
             return b.fcmp_ordered(fop, x, y)
-        if _is_bool(x):
-            return b.icmp_unsigned(fop, x, y)
-        return b.icmp_signed(fop, x, y)
+        return _icmp(cx, eqn, fop, x, y)
     return emit
 
 
@@ -334,7 +362,8 @@ def _select(cx, eqn, p, t, f):
 
 
 def convert_value(cx, x, src, dst):
-    """Convert a register value between dtypes (NumPy astype; float->int saturating, NaN->0)."""
+    """Convert a register value between dtypes (NumPy astype; float->int saturating, NaN->0;
+    an integer widens by its source's signedness and narrows by truncation, i.e. wraps)."""
     src, dst = np.dtype(src), np.dtype(dst)
     b = cx.b
     tt = cx.ty(reg_type(dst))
@@ -349,11 +378,14 @@ def convert_value(cx, x, src, dst):
     if src.kind == "f" and dst.kind == "f":
         return b.fpext(x, tt) if dst.itemsize > src.itemsize else b.fptrunc(x, tt)
     if src.kind == "f":
-        return cx.intrinsic("fptosi.sat", tt, [x], [tt, x.type])
+        name = "fptoui.sat" if dst.kind == "u" else "fptosi.sat"
+        return cx.intrinsic(name, tt, [x], [tt, x.type])
     if dst.kind == "f":
-        return b.sitofp(x, tt)
+        return b.uitofp(x, tt) if src.kind == "u" else b.sitofp(x, tt)
     if dst.itemsize > src.itemsize:
-        return b.sext(x, tt)
+        return b.zext(x, tt) if src.kind == "u" else b.sext(x, tt)
+    if dst.itemsize == src.itemsize:
+        return x                         # int32 <-> uint32: the same bits
     return b.trunc(x, tt)
 
 
@@ -363,7 +395,8 @@ def _convert(cx, eqn, x):
 
 def _shift(left):
     """NumPy's shifts: an amount outside [0, width) (negative ones included: as unsigned they
-    are huge) gives 0 (left) or the sign fill (right); LLVM's shl/ashr would give poison."""
+    are huge) gives 0 (left) or the sign fill (right: 0 for unsigned dtypes, whose right shift
+    is logical); LLVM's shl/ashr/lshr would give poison."""
     def rule(cx, eqn, x, n):
         b = cx.b
         el = x.type.element if isinstance(x.type, ir.VectorType) else x.type
@@ -372,6 +405,8 @@ def _shift(left):
         amount = b.select(in_range, n, top)
         if left:
             return b.select(in_range, b.shl(x, amount), cx.like(x, 0))
+        if _unsigned(eqn):
+            return b.select(in_range, b.lshr(x, amount), cx.like(x, 0))
         return b.ashr(x, amount)
     return rule
 

@@ -81,7 +81,7 @@ def convert(x, dtype, weak=False):
     if isinstance(x, Literal):
         x = x.value
     if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
-        if dtype.kind in "if" and isinstance(x, complex):
+        if dtype.kind in "iuf" and isinstance(x, complex):
             raise TypeError(f"cannot convert complex {x} to {dtype}")
         return Literal(x, ir_type(dtype, weak))
     arr = np.asarray(x)
@@ -139,6 +139,10 @@ def elementwise(prim, opname, *args, dtype=None, kinds=None):
     dt, weak = result_type(*args)
     if dtype is not None:
         dt = np.dtype(dtype)
+    elif dt == dtypes.float64 and prim in _COMPARISONS:
+        exact = intrange.compare_mixed_sign(prim, *args)     # uint64 vs int64: not via floats
+        if exact is not None:
+            return exact
     if intrange.narrows(dt) and any(intrange.is_weak_int(a) for a in args):
         # a Python int next to an int32 array: exact comparisons, NumPy's OverflowError
         if prim in _COMPARISONS:
@@ -174,12 +178,14 @@ def filled(shape, value, dtype):
     return builder.add_eqn(st.broadcast_in_dim_p, [lit], dict(shape=tuple(shape), dims=()))[0]
 
 
-def inexact(x):
-    """``x`` converted to its inexact dtype (ints and bools go to float64)."""
+def inexact(x, what=""):
+    """``x`` converted to the inexact dtype of NumPy's float ufunc loops
+    (``dtypes.float_result``: bools and ints of 32 bits or more go to float64, 16-bit ints to
+    float32; ``what``, the ufunc, names a refused float16)."""
     t = type_of(x)
     if t.dtype.kind in "fc":
         return x
-    return convert(x, dtypes.float64, t.weak)
+    return convert(x, dtypes.float_result(t.dtype, what), t.weak)
 
 
 def normalize_axis(axis, ndim, opname="") -> int:

@@ -1,21 +1,25 @@
 """Python ints next to narrower integer arrays, as NumPy 2 (NEP 50) treats them.
 
 NumPy knows the value of a Python int: ``int32_array < 2**40`` is exact (all True) and
-``int32_array + 2**40`` raises ``OverflowError: Python integer ... out of bounds for int32``. A
-traced Python-int argument is an ``i64`` weak tracer whose value is unknown at trace time, so:
+``int32_array + 2**40`` (or ``uint8_array + -1``) raises ``OverflowError: Python integer ...
+out of bounds for int32``. A traced Python-int argument is an ``i64`` weak tracer whose value
+is unknown at trace time, so:
 
-- The call signature records an :class:`IntRange` per Python-int argument (fits int32 or not,
-  and its sign); ``arguments`` makes those facts visible to the trace. The trace records each
+- The call signature records an :class:`IntRange` per Python-int argument (which of the
+  integer dtypes narrower than int64 it fits, and its sign: it fits uint64 when it is not
+  negative); ``arguments`` makes those facts visible to the trace. The trace records each
   fact it relies on (``Facts.used``): its graph is reused for a call whose ints differ only in
   facts it did not rely on (no retrace), and a graph relying on any fact gets no native fast
   path entry (that entry does not check ranges).
 - Comparisons with a traced weak int are exact for every int64 value (``compare``): the int is
   clamped to the array's range and the clamped-away cases fixed up with scalar flags, so they
   need no fact. Literal ints are folded when out of range.
+- uint64 against a signed integer array compares exactly too (``compare_mixed_sign``), as
+  NumPy 2 does, although the two promote to float64.
 - Arithmetic (every other integer ufunc) raises NumPy's OverflowError at trace time for a
   literal or an argument known to be out of range (``check_narrowing``). A weak int computed
-  inside the trace (``k + 1``) has no recorded range; converting it wraps, as an int64 -> int32
-  cast does.
+  inside the trace (``k + 1``) has no recorded range; converting it wraps, as an int64 -> int8
+  or uint32 cast does.
 
 Invariant: the registry maps ``id(var)`` of the current trace's input vars, which the trace
 keeps alive, to their range; it is reset when the trace ends.
@@ -34,20 +38,42 @@ from ..errors import _with_location
 from ..ir import Literal
 
 
+# the integer dtypes a Python int (an int64 value) may not fit, besides uint64 (fits unless
+# negative); each is an IntRange field ``fits_<name>``
+_NARROW = (dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32)
+
+
 class IntRange(NamedTuple):
     """What the cache key records about a Python-int argument (its value is traced)."""
+    fits_int8: bool
+    fits_uint8: bool
+    fits_int16: bool
+    fits_uint16: bool
     fits_int32: bool
+    fits_uint32: bool
     negative: bool
 
     def __str__(self):
         sign = "negative" if self.negative else "non-negative"
-        return f"{sign} int {'within' if self.fits_int32 else 'outside'} the int32 range"
+        for dt in _NARROW:
+            if getattr(self, f"fits_{dt.name}"):
+                return f"{sign} int within the {dt.name} range"
+        return f"{sign} int outside the {'int32' if self.negative else 'uint32'} range"
 
 
 def of(value: int) -> IntRange:
     """The range class of a Python int (ints outside int64 fail later, at conversion)."""
-    info = np.iinfo(np.int32)
-    return IntRange(bool(info.min <= value <= info.max), value < 0)
+    return IntRange(*(_fits(value, dt) for dt in _NARROW), value < 0)
+
+
+def _field(dtype):
+    """The IntRange field saying whether an int fits ``dtype`` (a dtype ``narrows`` to), and
+    the value of that field for which it fits."""
+    dtype = np.dtype(dtype)
+    return ("negative", False) if dtype == dtypes.uint64 else (f"fits_{dtype.name}", True)
+
+
+_INT64_MAX = (1 << 63) - 1
 
 
 class Facts:
@@ -107,9 +133,9 @@ def _python_int(x):
 
 
 def narrows(dtype) -> bool:
-    """A weak int converted to ``dtype`` may not fit (an integer dtype narrower than int64)."""
+    """A weak int converted to ``dtype`` may not fit (an integer dtype other than int64)."""
     dtype = np.dtype(dtype)
-    return dtype.kind == "i" and dtype.itemsize < 8
+    return dtype.kind in "iu" and dtype != dtypes.int64
 
 
 def _overflow(value, dtype):
@@ -134,9 +160,10 @@ def check_narrowing(x, dtype):
         return
     known = _known(x)
     if known is not None:
-        if not known[0].fits_int32:
+        field, fits = _field(dtype)
+        if getattr(known[0], field) != fits:
             raise _overflow(known[1], np.dtype(dtype))
-        _rely(known, "fits_int32")
+        _rely(known, field)
 
 
 _FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
@@ -169,13 +196,16 @@ def compare(prim, x1, x2, dtype):
         return filled(shape, answer, dtypes.bool_)
     if not isinstance(x2, Tracer):
         return None
-    # x OP k == x OP clamp(k), corrected where clamping moved k (one side of the whole range)
+    # x OP k == x OP clamp(k), corrected where clamping moved k (one side of the whole range;
+    # uint64's maximum is beyond every int64 k: only its lower side clamps)
     from ._base import convert
-    k = elementwise(ew.min_p, "minimum", elementwise(ew.max_p, "maximum", x2, int(info.min)),
-                    int(info.max))
+    lo, hi = int(info.min), min(int(info.max), _INT64_MAX)
+    k = elementwise(ew.max_p, "maximum", x2, lo)
+    if hi < _INT64_MAX:
+        k = elementwise(ew.min_p, "minimum", k, hi)
     c = convert(k, dtype)
-    above = elementwise(ew.gt_p, "greater", x2, int(info.max))
-    below = elementwise(ew.lt_p, "less", x2, int(info.min))
+    above = elementwise(ew.gt_p, "greater", x2, hi)
+    below = elementwise(ew.lt_p, "less", x2, lo)
     r = elementwise(prims[name], name, convert(x1, dtype), c)
     if name == "lt":
         return logical_or(r, above)
@@ -187,6 +217,28 @@ def compare(prim, x1, x2, dtype):
         return logical_and(r, logical_not(above))
     out = logical_or(above, below)
     return logical_or(r, out) if name == "ne" else logical_and(r, logical_not(out))
+
+
+def compare_mixed_sign(prim, x1, x2):
+    """``prim(x1, x2)`` (a comparison) exactly when one operand is uint64 and the other a
+    signed integer: they promote to float64, but NumPy 2 compares them exactly (its ``qQ``
+    loops), so ``uint64(2**63) == int64(2**63 - 1)`` is False. None for other operands."""
+    from ..ops import elementwise as ew
+    from ._base import convert, elementwise
+    from .math import logical_and, logical_not, logical_or
+    t1, t2 = type_of(x1), type_of(x2)
+    name = prim.name
+    if t1.weak or t2.weak or {t1.dtype.kind, t2.dtype.kind} != {"u", "i"} or \
+            dtypes.uint64 not in (t1.dtype, t2.dtype):
+        return None
+    if t1.dtype.kind == "i":
+        x1, x2, name = x2, x1, _FLIP[name]           # the unsigned operand on the left
+    prims = {p.name: p for p in (ew.lt_p, ew.le_p, ew.gt_p, ew.ge_p, ew.eq_p, ew.ne_p)}
+    negative = elementwise(ew.lt_p, "less", x2, 0)  # below every uint64
+    r = elementwise(prims[name], name, x1, convert(x2, dtypes.uint64))
+    if name in ("gt", "ge", "ne"):
+        return logical_or(r, negative)
+    return logical_and(r, logical_not(negative))
 
 
 def clip_bound(a, bound, is_max):
@@ -201,8 +253,9 @@ def clip_bound(a, bound, is_max):
         return None if (value > np.iinfo(dt).max if is_max else value < np.iinfo(dt).min) \
             else bound
     known = _known(bound)
-    if known is not None and not known[0].fits_int32 and known[0].negative != is_max:
-        _rely(known, "fits_int32")
+    field, fits = _field(dt)
+    if known is not None and getattr(known[0], field) != fits and known[0].negative != is_max:
+        _rely(known, field)
         _rely(known, "negative")
         return None
     return bound

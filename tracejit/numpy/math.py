@@ -18,10 +18,11 @@ def _export(fn):
 
 
 def _unary_float(np_fn, prim):
-    """A unary math function: ints promote to float64, as NumPy's ufunc loops do."""
+    """A unary math function: ints promote to the float NumPy's ufunc loops pick (float32 for
+    16-bit ints, float64 for wider ones; see ``dtypes.float_result``)."""
     @implements(np_fn, name=np_fn.__name__)
     def fn(x, /):
-        return elementwise(prim, np_fn.__name__, inexact(x))
+        return elementwise(prim, np_fn.__name__, inexact(x, np_fn.__name__))
     fn.__name__ = np_fn.__name__
     fn.__doc__ = f"Elementwise {np_fn.__name__}, as numpy.{np_fn.__name__}."
     return _export(fn)
@@ -75,9 +76,9 @@ __all__.append("abs")
 def _rounding(np_fn, prim):
     @implements(np_fn, name=np_fn.__name__)
     def fn(x, /):
-        if type_of(x).dtype.kind in "bi":
-            # NumPy 2: floor/ceil keep integer (and bool) dtypes; rint goes through float64
-            return x if prim is not ew.round_p else convert(x, dtypes.float64, type_of(x).weak)
+        if type_of(x).dtype.kind in "biu":
+            # NumPy 2: floor/ceil keep integer (and bool) dtypes; rint goes through a float
+            return x if prim is not ew.round_p else inexact(x, np_fn.__name__)
         return elementwise(prim, np_fn.__name__, x)
     fn.__name__ = np_fn.__name__
     return _export(fn)
@@ -99,7 +100,7 @@ def round(x, decimals=0):  # noqa: A001 - NumPy's name
             raise DTypeError(f"round(decimals={decimals}) of a bool array is not supported "
                              f"(as in NumPy); convert with .astype(float) first")
         return convert(x, dtypes.float64, t.weak)   # NumPy: float16; tracejit has no float16
-    if t.dtype.kind == "i":
+    if t.dtype.kind in "iu":
         return x if decimals >= 0 else _round_int(x, 10 ** -decimals)
     if t.dtype.kind == "c":
         re, im = round(real(x), decimals), round(imag(x), decimals)
@@ -114,12 +115,23 @@ def round(x, decimals=0):  # noqa: A001 - NumPy's name
 
 
 def _round_int(x, f):
-    """Integers rounded to a multiple of ``f`` (half to even), exactly, in integer arithmetic."""
+    """Integers rounded to a multiple of ``f`` (half to even), exactly, in integer arithmetic
+    (NumPy rounds x / f in float64, which is exact for these magnitudes). Compared as ``r`` vs
+    ``f - r``: ``2 * r`` may overflow a narrow dtype."""
     from .logic import where
+    t = type_of(x)
+    if not t.weak:
+        info = np.iinfo(t.dtype)
+        if f > info.max:
+            if f > 2 * max(info.max, -info.min):         # every |x| < f / 2: all round to 0
+                return multiply(x, 0)
+            # NumPy's float result is out of the dtype's range for some x (an undefined cast
+            # there); round in float64 and convert (saturating here)
+            return convert(multiply(rint(true_divide(x, float(f))), float(f)), t.dtype)
     q = floor_divide(x, f)
     r = subtract(x, multiply(q, f))                    # 0 <= r < f
-    up = logical_or(greater(multiply(r, 2), f),
-                    logical_and(equal(multiply(r, 2), f), equal(remainder(q, 2), 1)))
+    rest = subtract(f, r)
+    up = logical_or(greater(r, rest), logical_and(equal(r, rest), equal(remainder(q, 2), 1)))
     return multiply(where(up, add(q, 1), q), f)
 
 
@@ -147,7 +159,7 @@ def imag(x, /):
 def conj(x, /):
     t = type_of(x)
     if t.dtype == dtypes.bool_:
-        return convert(x, dtypes.int64, t.weak)     # NumPy: int8; tracejit has no int8
+        return convert(x, dtypes.int8)              # NumPy's conj (and square) of bool: int8
     return elementwise(ew.conj_p, "conj", x) if dtypes.is_complex(t.dtype) else x
 
 
@@ -159,7 +171,7 @@ __all__.append("conjugate")
 @implements(np.angle)
 def angle(z, deg=False):
     """Argument of a complex number (0 or pi for reals, as NumPy)."""
-    z = inexact(z)
+    z = inexact(z, "angle")
     if dtypes.is_complex(type_of(z).dtype):
         a = arctan2(imag(z), real(z))
     else:
@@ -173,7 +185,7 @@ def angle(z, deg=False):
 def square(x, /):
     t = type_of(x)
     if t.dtype == dtypes.bool_:
-        x = convert(x, dtypes.int64)        # NumPy gives int8; tracejit has no int8
+        x = convert(x, dtypes.int8)         # as NumPy
     if isinstance(x, Tracer) and t.dtype.kind != "c":
         return power(x, 2)                  # integer_pow[n=2]: the same values as x * x
     return multiply(x, x)                   # complex: NumPy's square is the product
@@ -183,7 +195,7 @@ def square(x, /):
 @implements(np.reciprocal)
 def reciprocal(x, /):
     t = type_of(x)
-    if t.dtype.kind in "bi":
+    if t.dtype.kind in "biu":
         raise DTypeError("reciprocal of an integer array truncates in NumPy; convert to float "
                          "first")
     if t.dtype.kind == "c":
@@ -199,7 +211,7 @@ def _predicate(np_fn, prim, int_value):
     @implements(np_fn, name=np_fn.__name__)
     def fn(x, /):
         t = type_of(x)
-        if t.dtype.kind in "bi":
+        if t.dtype.kind in "biu":
             return filled(t.shape, int_value, dtypes.bool_)
         return elementwise(prim, np_fn.__name__, x)
     fn.__name__ = np_fn.__name__
@@ -217,7 +229,7 @@ def _binary(np_fn, prim, *, float_only=False, on_bool=None, on_complex=None):
     @implements(np_fn, name=np_fn.__name__)
     def fn(x1, x2, /):
         if float_only:
-            x1, x2 = _inexact_pair(x1, x2)
+            x1, x2 = _inexact_pair(x1, x2, np_fn.__name__)
         if on_bool is not None or on_complex is not None:
             kind = _promoted(x1, x2)[0].kind
             if kind == "b" and on_bool is not None:
@@ -229,12 +241,12 @@ def _binary(np_fn, prim, *, float_only=False, on_bool=None, on_complex=None):
     return _export(fn)
 
 
-def _inexact_pair(x1, x2):
-    """Both operands in their promoted inexact dtype (ints promote to float64 together, so a
-    weak int next to a float32 array stays float32, as NumPy)."""
+def _inexact_pair(x1, x2, what):
+    """Both operands in their promoted inexact dtype (ints promote together, then to the float
+    of ``dtypes.float_result``, so a weak int next to a float32 array stays float32, as
+    NumPy)."""
     dt, weak = _promoted(x1, x2)
-    if dt.kind in "bi":
-        dt = dtypes.float64
+    dt = dtypes.float_result(dt, what)
     return convert(x1, dt, weak), convert(x2, dt, weak)
 
 
@@ -319,16 +331,16 @@ logical_xor = _logical(np.logical_xor, ew.xor_p)
 
 def _bitwise(np_fn, prim, kinds="bi"):
     """A bitwise ufunc: integers (and bools, where it is the logical operation), as NumPy.
-    ``kinds="i"`` (the shifts): bools are shifted as integers (int64 here; NumPy's int8)."""
+    ``kinds="i"`` (the shifts): bools are shifted as int8, as NumPy."""
     @implements(np_fn, name=np_fn.__name__)
     def fn(x1, x2, /):
         dt, weak = _promoted(x1, x2)
-        if dt.kind not in "bi":
+        if dt.kind not in "biu":
             what = "bool or integer" if "b" in kinds else "integer"
             raise TypeError(f"ufunc '{np_fn.__name__}' not supported for dtype {dt} (as in "
                             f"NumPy): it takes {what} operands")
-        if dt.kind not in kinds:
-            x1, x2 = convert(x1, dtypes.int64, weak), convert(x2, dtypes.int64, weak)
+        if dt.kind not in kinds + "u":
+            x1, x2 = convert(x1, dtypes.int8), convert(x2, dtypes.int8)
         return elementwise(prim, np_fn.__name__, x1, x2)
     fn.__name__ = np_fn.__name__
     return _export(fn)
@@ -344,10 +356,13 @@ right_shift = _bitwise(np.right_shift, ew.shr_p, kinds="i")
 @_export
 @implements(np.invert)
 def invert(x, /):
-    """~x: logical not for bools, -1 - x for integers (two's complement), as NumPy."""
+    """~x: logical not for bools, -1 - x for signed integers (two's complement) and
+    max - x for unsigned ones (every bit flipped), as NumPy."""
     t = type_of(x)
     if t.dtype == dtypes.bool_:
         return logical_not(x)
+    if t.dtype.kind == "u":
+        return subtract(int(np.iinfo(t.dtype).max), x)
     if t.dtype.kind != "i":
         raise TypeError(f"ufunc 'invert' not supported for dtype {t.dtype} (as in NumPy)")
     return subtract(-1, x)
@@ -368,7 +383,7 @@ def logical_not(x, /):
 def true_divide(x1, x2, /):
     """True division; integer operands divide as float64, as NumPy."""
     dt, _ = _promoted(x1, x2)
-    if dt.kind in "bi":
+    if dt.kind in "biu":
         x1, x2 = convert(x1, dtypes.float64, _weak(x1)), convert(x2, dtypes.float64, _weak(x2))
     return elementwise(ew.div_p, "true_divide", x1, x2)
 
@@ -405,9 +420,10 @@ __all__.append("mod")
 
 
 def _no_bool(*xs):
-    dt, weak = _promoted(*xs)
+    """Bool operands of an arithmetic ufunc without a bool loop: int8, as NumPy."""
+    dt, _ = _promoted(*xs)
     if dt == dtypes.bool_:
-        return [convert(x, dtypes.int64, weak) for x in xs]
+        return [convert(x, dtypes.int8) for x in xs]
     return xs
 
 
@@ -419,7 +435,7 @@ def power(x1, x2, /):
     if isinstance(x2, (int, np.integer)) and not isinstance(x2, bool) and \
             isinstance(x1, Tracer) and -64 <= int(x2) <= 64:
         n = int(x2)
-        if n < 0 and x1.dtype.kind in "bi":
+        if n < 0 and x1.dtype.kind in "biu":
             from .intrange import int_exponent_sign
             int_exponent_sign(n)                 # raises NumPy's ValueError, at the user's line
         if x1.dtype.kind == "b":
@@ -428,7 +444,7 @@ def power(x1, x2, /):
             return x1
         return ew.integer_pow_p.bind(x1, n=n)
     dt, weak = _promoted(x1, x2)
-    if dt.kind in "bi":
+    if dt.kind in "biu":
         return _int_power(x1, x2, dt, weak)
     return elementwise(ew.pow_p, "power", x1, x2)
 
@@ -445,17 +461,17 @@ def _int_power(x1, x2, dt, weak):
     from .logic import where
     from .intrange import check_narrowing, int_exponent_sign
     if dt == dtypes.bool_:
-        dt = dtypes.int64
+        dt, weak = dtypes.int8, False    # bool ** bool is int8 in NumPy
     for a in (x1, x2):                   # NumPy's OverflowError for an out-of-range Python int
         if _weak(a) and type_of(a).dtype.kind == "i":
             check_narrowing(a, dt)
-    nonneg = int_exponent_sign(x2)
+    nonneg = int_exponent_sign(x2) or dt.kind == "u"
     x1, x2 = [a if isinstance(a, Tracer) else np.asarray(getattr(a, "value", a), dt)
               for a in (convert(x1, dt, weak), convert(x2, dt, weak))]
     neg = None if nonneg else less(x2, 0)
     e = x2 if nonneg else where(neg, negative(x2), x2)
     result, base = np.asarray(1, dt), x1
-    for _ in range(63 if dt == dtypes.int64 else 31):
+    for _ in range(8 * dt.itemsize - (dt.kind == "i")):     # the exponent's value bits
         result = where(equal(remainder(e, 2), 1), multiply(result, base), result)
         base = multiply(base, base)
         e = floor_divide(e, 2)
@@ -496,7 +512,7 @@ fmin = _nan_ignoring(np.fmin, minimum, False)
 def logaddexp(x1, x2, /):
     """log(exp(x1) + exp(x2)) without overflow: max + log1p(exp(-|x1 - x2|))."""
     from .logic import where
-    x1, x2 = _inexact_pair(x1, x2)
+    x1, x2 = _inexact_pair(x1, x2, "logaddexp")
     if type_of(x1).dtype.kind == "c":
         raise DTypeError("ufunc 'logaddexp' is not supported for complex operands (as in NumPy)")
     m = maximum(x1, x2)
@@ -527,9 +543,11 @@ def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None):  # noqa: A
 def sinc(x, /):
     """sin(pi x) / (pi x). For |pi x| < 1/2 it is the Taylor series (to the (pi x)^16 term,
     below an ulp there): the quotient's derivative, (cos - sin/(pi x)) / x, cancels
-    catastrophically near 0 (float32 gradients were off by 30%), the series' does not."""
+    catastrophically near 0 (float32 gradients were off by 30%), the series' does not.
+    Integers of every width give float64 (NumPy's sinc is Python code, not a ufunc loop)."""
     from .logic import where
-    x = inexact(x)
+    t = type_of(x)
+    x = x if t.dtype.kind in "fc" else convert(x, dtypes.float64, t.weak)
     px = multiply(x, np.pi)
     small = less(absolute(px), 0.5)
     safe = where(small, 1.0, px)
@@ -557,10 +575,10 @@ def rad2deg(x, /):
 
 
 def _real_inexact(x, opname):
-    """``x`` as a float (ints go to float64); complex operands raise, as in NumPy."""
+    """``x`` as a float (``dtypes.float_result``); complex operands raise, as in NumPy."""
     if type_of(x).dtype.kind == "c":
         raise DTypeError(f"ufunc '{opname}' is not supported for complex operands (as in NumPy)")
-    return inexact(x)
+    return inexact(x, opname)
 
 
 radians, degrees = deg2rad, rad2deg

@@ -22,11 +22,6 @@ def _keepdims(out, in_shape, axes, keepdims):
     return st.reshape_p.bind(out, shape=shape)
 
 
-def _sum_dtype(dt):
-    """NumPy's accumulator dtype for sum/prod: bools and small ints go to int64."""
-    return dtypes.int64 if dt.kind in "bi" else dt
-
-
 def _reduce(prim, a, axis, dtype, keepdims, initial, opname, combine=None):
     a = as_traceable(a)
     t = type_of(a)
@@ -44,7 +39,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
     """Sum over axes (pairwise order in the interpreter; see the backend for compiled order)."""
     _no_out(out, where, "sum")
     from .math import add
-    dt = _sum_dtype(type_of(a).dtype) if dtype is None else dtype
+    dt = dtypes.sum_dtype(type_of(a).dtype) if dtype is None else dtype
     return _reduce(red.reduce_sum_p, a, axis, dt, keepdims, initial, "sum", add)
 
 
@@ -52,7 +47,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     _no_out(out, where, "prod")
     from .math import multiply
-    dt = _sum_dtype(type_of(a).dtype) if dtype is None else dtype
+    dt = dtypes.sum_dtype(type_of(a).dtype) if dtype is None else dtype
     return _reduce(red.reduce_prod_p, a, axis, dt, keepdims, initial, "prod", multiply)
 
 
@@ -208,7 +203,7 @@ def _cumulative(prim, opname):
         if axis is None:
             a = st.reshape_p.bind(a, shape=(t.size,)) if isinstance(a, Tracer) else a.reshape(-1)
             axis = 0
-        dt = _sum_dtype(t.dtype) if dtype is None else dtypes.canonical(dtype)
+        dt = dtypes.sum_dtype(t.dtype) if dtype is None else dtypes.canonical(dtype)
         a = convert(a, dt)
         return prim.bind(a, axis=normalize_axis(axis, type_of(a).ndim, opname), reverse=False)
     fn.__name__ = opname
@@ -235,7 +230,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
     else:
         w = as_traceable(weights)
         wt = type_of(w)
-        dt = np.result_type(t.dtype, wt.dtype, *(["f8"] if t.dtype.kind in "bi" else []))
+        dt = np.result_type(t.dtype, wt.dtype, *(["f8"] if t.dtype.kind in "biu" else []))
         dt = dtypes.canonical(dt)
         if wt.shape != t.shape:
             if axes is None:

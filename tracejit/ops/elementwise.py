@@ -32,7 +32,9 @@ def _same_dtype(name, types):
 
 
 def _check_kinds(name, dt, kinds):
-    if dt.kind not in kinds:
+    """``kinds``: the NumPy kinds the primitive takes; "i" stands for all integers, signed and
+    unsigned (every integer primitive takes both)."""
+    if dt.kind not in kinds and not (dt.kind == "u" and "i" in kinds):
         names = {"b": "bool", "i": "integer", "f": "float", "c": "complex"}
         allowed = ", ".join(names[k] for k in kinds)
         raise DTypeError(f"{name} is not defined for dtype {dt} (allowed: {allowed})")
@@ -280,7 +282,8 @@ ad.defnondiff(or_p, "integer or bool result")
 xor_p = _make("xor", np.bitwise_xor, 2, kinds="bi", commutative=True)
 ad.defnondiff(xor_p, "integer or bool result")
 # shifts as NumPy defines them: a shift by >= the bit width or by a negative amount gives 0
-# (left) or the sign (arithmetic right shift), never undefined behaviour
+# (left) or the sign (right: arithmetic for signed, logical for unsigned integers), never
+# undefined behaviour
 shl_p = _make("shl", np.left_shift, 2, kinds="i")
 ad.defnondiff(shl_p, "integer result")
 shr_p = _make("shr", np.right_shift, 2, kinds="i")
@@ -290,7 +293,7 @@ ad.defnondiff(shr_p, "integer result")
 def _integer_pow_impl(x, *, n):
     with np.errstate(all="ignore"):
         x = np.asarray(x)
-        if n < 0 and x.dtype.kind in "bi":
+        if n < 0 and x.dtype.kind in "biu":
             raise ValueError("integer_pow with a negative exponent on integers")
         return np.asarray(np.power(x, x.dtype.type(n)) if x.dtype.kind != "b" else x,
                           dtype=x.dtype)
@@ -368,7 +371,7 @@ def _convert_impl(x, *, dtype):
     """Float → int: NaN gives 0 and out-of-range values saturate (defined, documented)."""
     x = np.asarray(x)
     dt = np.dtype(dtype)
-    if x.dtype.kind == "f" and dt.kind == "i":
+    if x.dtype.kind == "f" and dt.kind in "iu":
         info = np.iinfo(dt)
         with np.errstate(all="ignore"):
             y = np.where(np.isnan(x), 0, x)

@@ -39,7 +39,7 @@ def _reduce(name, np_fn, *, identity, kinds, **props):
     return Primitive(name, "reduction", shape_rule, impl, identity=identity, **props)
 
 
-reduce_sum_p = _reduce("reduce_sum", np.sum, identity=0, kinds="bifc", linear=True)
+reduce_sum_p = _reduce("reduce_sum", np.sum, identity=0, kinds="biufc", linear=True)
 
 
 def _kept(ndim, axes):
@@ -48,7 +48,7 @@ def _kept(ndim, axes):
 
 ad.deflinear(reduce_sum_p, lambda ct, x, *, axes: [
     ad.broadcast_in_dim(ct, x.ty.shape, _kept(x.ty.ndim, axes))])
-reduce_prod_p = _reduce("reduce_prod", np.prod, identity=1, kinds="ifc")
+reduce_prod_p = _reduce("reduce_prod", np.prod, identity=1, kinds="iufc")
 
 
 def _reduce_prod_jvp(primals, tangents, *, axes):
@@ -80,8 +80,8 @@ def _reduce_prod_jvp(primals, tangents, *, axes):
 
 
 reduce_prod_p.jvp = _reduce_prod_jvp
-reduce_max_p = _reduce("reduce_max", np.max, identity=None, kinds="bif")
-reduce_min_p = _reduce("reduce_min", np.min, identity=None, kinds="bif")
+reduce_max_p = _reduce("reduce_max", np.max, identity=None, kinds="biuf")
+reduce_min_p = _reduce("reduce_min", np.min, identity=None, kinds="biuf")
 
 
 def _chooser_jvp(prim):
@@ -110,7 +110,7 @@ def _arg_shape(name):
         if x.shape[axis] == 0:
             raise ShapeError(f"{name}: attempt to get {name} of an empty sequence "
                              f"(shape {x.shape}, axis {axis})")
-        if x.dtype.kind not in "bif":
+        if x.dtype.kind not in "biuf":
             raise DTypeError(f"{name} is not defined for dtype {x.dtype}")
         return Type(dtypes.int64, tuple(d for i, d in enumerate(x.shape) if i != axis))
     return shape_rule
@@ -128,7 +128,7 @@ def _scan(name, np_fn, **props):
     def shape_rule(x, *, axis, reverse):
         if not 0 <= axis < x.ndim:
             raise ShapeError(f"{name}: axis {axis} out of range for shape {x.shape}")
-        if x.dtype.kind not in "ifc":
+        if x.dtype.kind not in "iufc":
             raise DTypeError(f"{name} is not defined for dtype {x.dtype}")
         return x
 
