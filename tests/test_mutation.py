@@ -464,3 +464,26 @@ def test_computed_arrays_keep_a_transposed_arguments_layout():
     same_as_numpy(f, np.array(5.0), np.arange(4.0).reshape(2, 2))
     with pytest.raises(tj.InputError, match="C-contiguous"):
         tj.trace(f)(np.array(5.0), np.arange(4.0).reshape(2, 2).T)
+
+
+def test_numpy_scalar_arguments_rebind_and_zero_d_arrays_are_written():
+    def g(x, n):
+        n += 1
+        x += n
+        return n
+
+    def h(n):
+        n *= 0.5                    # NumPy: np.int64 rebinds to float64; a 0-d int array raises
+        return n
+    fg, fh = tj.trace(g), tj.trace(h)
+    for _ in range(3):              # the third call would take a native entry if there were one
+        a = np.zeros(2)
+        r = fg(a, np.int64(3))
+        assert type(r) is np.int64 and r == 4 and a[0] == 4
+        b = np.array(3)
+        assert fg(np.zeros(2), b) is b and b == 4
+        assert fh(np.int64(3)) == h(np.int64(3)) == 1.5
+    with pytest.raises(TypeError):
+        h(np.array(3))
+    with pytest.raises(TypeError, match="same_kind"):
+        fh(np.array(3))

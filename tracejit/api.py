@@ -256,7 +256,9 @@ class Compiled:
                 self.range_facts or self.writes or self.arrays0d:
             return None
         td = sig.treedef
-        if sig.static or td.kind is not tuple or len(td.children) != 2:
+        # (scalars: traced for NumPy-scalar arguments, which the native entry does not take; a
+        # 0-d array there must be written into, not rebound)
+        if sig.static or sig.scalars or td.kind is not tuple or len(td.children) != 2:
             return None
         args_td, kwargs_td = td.children
         if kwargs_td.children or any(c.kind is not None for c in args_td.children):
@@ -336,6 +338,7 @@ class Traced:
         self._owners: list = []          # dispatch objects that forward calls here unchanged
         self._hits = self._misses = self._traces = 0
         self._last_sig: Signature | None = None
+        self._scalar_sigs: dict = {}     # signature -> NumPy-scalar leaves to trace immutable
 
     # signature ---------------------------------------------------------------------------------
     def _split(self, args, kwargs):
@@ -451,7 +454,20 @@ class Traced:
         leaves, sig = self._split(args, kwargs)
         if any(isinstance(x, Tracer) for x in leaves):
             return self.fun(*args, **kwargs)        # inside another trace: inline
-        entry, specialize = self._entry(args, kwargs, sig, hit=True)
+        scalars = self._scalar_sigs.get(sig)
+        if scalars and all(isinstance(leaves[i], np.generic) for i in scalars):
+            sig = sig._replace(scalars=scalars)
+        try:
+            entry, specialize = self._entry(args, kwargs, sig, hit=True)
+        except TypeError:
+            # an in-place op NumPy allows only by rebinding a NumPy-scalar argument (n += 1.5
+            # with n an np.int64): trace again with the NumPy scalars immutable
+            scalars = tuple(i for i, x in enumerate(leaves) if isinstance(x, np.generic))
+            if not scalars or sig.scalars:
+                raise
+            entry, specialize = self._entry(args, kwargs, sig._replace(scalars=scalars), hit=True)
+            self._scalar_sigs[sig] = scalars
+            sig = sig._replace(scalars=scalars)
         scalars = entry.writes.scalars(leaves) if entry.writes else ()
         if scalars:
             sig = sig._replace(scalars=scalars)
@@ -554,6 +570,7 @@ class Traced:
         """Drop every compiled signature (and the native fast-path entries)."""
         with _cache_lock:
             self._cache.clear()
+            self._scalar_sigs.clear()
             self._last_sig = None
         with _table_lock:
             for target in (self, *self._owners):
