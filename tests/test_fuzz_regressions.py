@@ -283,3 +283,18 @@ def test_complex_trig_zero_imaginary_signs():
                 (np.isclose(a, b, rtol=1e-14, atol=0) & (b != 0))
             assert same.all(), (z[~same], a[~same], b[~same])
     agree(lambda z: np.angle(np.cos(z)), np.array([2 + 0j, 2.5 + 0j]))
+
+
+def test_isclose_makes_its_second_operand_inexact_as_numpy():
+    """fuzz 771 #2385: isclose(1, uint64 2**64-5) was True (1 - b wrapped in uint64); bools
+    raised 'boolean subtract'; an infinite b must be equal to be close."""
+    cases = [(1, np.array(2**64 - 5, np.uint64)), (np.array([True, False]), np.array([True, True])),
+             (np.array([1.0, np.inf, np.nan]), np.array([1.0, np.inf, np.nan])), (np.arange(3), 1),
+             (np.array([3], np.int8), np.array([3], np.uint8))]
+    for a, b in cases:
+        for equal_nan in (False, True):
+            want = np.isclose(a, b, equal_nan=equal_nan)
+            for backend in ("interpret", "llvm"):
+                got = tj.trace(lambda a, b: np.isclose(a, b, equal_nan=equal_nan),
+                               backend=backend)(a, b)
+                np.testing.assert_array_equal(got, want)

@@ -51,10 +51,17 @@ def select(condlist, choicelist, default=0):
 
 @implements(np.isclose)
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
-    from .math import absolute, subtract, less_equal, add, multiply, isnan, logical_and, \
-        logical_or, equal
+    """numpy.isclose, NumPy's formula: ``b`` is first made inexact (result_type(b, 1.0)), so
+    bool and unsigned operands do not subtract in their own dtype, and an infinite ``b`` is close
+    only when equal."""
+    from .math import absolute, subtract, less_equal, add, multiply, isnan, isfinite, \
+        logical_and, logical_or, equal
+    if isinstance(b, int) and not isinstance(b, bool):
+        b = float(b)
+    elif not isinstance(b, (bool, float, complex)):
+        b = convert(b, result_type(b, 1.0)[0])
     diff = absolute(subtract(a, b))
-    close = less_equal(diff, add(atol, multiply(rtol, absolute(b))))
+    close = logical_and(less_equal(diff, add(atol, multiply(rtol, absolute(b)))), isfinite(b))
     close = logical_or(close, equal(a, b))
     if equal_nan:
         close = logical_or(close, logical_and(isnan(a), isnan(b)))

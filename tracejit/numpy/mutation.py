@@ -492,7 +492,5 @@ def place(arr, mask, vals):
 
 
 def fill(self, v):
-    """``x.fill(v)``: every element becomes ``v``."""
-    from ._base import broadcast_to as broadcast
-    self = _target(self, "fill")
-    assign(self, broadcast(convert(v, self.dtype), self.shape))
+    """``x.fill(v)``: every element becomes ``v`` (cast as NumPy's fill does, unsafely)."""
+    write_result(_target(self, "fill"), v, "unsafe", what="fill")
