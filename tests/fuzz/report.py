@@ -119,7 +119,7 @@ def render(prog: gen.Program, finding, seed=None, index=None) -> str:
            "    sys.path.insert(0, REPO)",
            "import tracejit as tj  # noqa: E402",
            "from tests.fuzz.rules import TRACED as fz  # noqa: E402,F401  (fz.* in programs)",
-           "", f"SEED = {prog.seed}",
+           "", f"SEED = {prog.seed}", f"NARROW_INTS = {gen.NARROW_INTS!r}  # make_arg reads it",
            f"ARGS = [\n        {args}]", "", "", _MAKE_ARG_SOURCE, "",
            prog.source(), _CALLS, "",
            f"def {test_name}():"]
