@@ -85,6 +85,10 @@ def _global(module, name, ty):
 
 def _after_fork_in_child():
     _main_thread.value = threading.get_ident()   # the forking thread is the child's main
+    # a forked child does not install the handler itself (building it compiles library code,
+    # which can need state a thread of the parent held at the fork: a rare child hang in
+    # tests/test_reliability.py); one the parent installed is inherited and keeps working
+    _state["forked"] = True
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -233,6 +237,8 @@ def install() -> bool:
     """Make SIGINT stop native loops (see the module docstring); returns whether our handler
     is in place. Cheap enough for every compile: a ``getsignal`` and one ``sigaction`` query."""
     if sys.platform != "linux" or threading.current_thread() is not threading.main_thread():
+        return False
+    if _state.get("forked") and _state["handler"] is None:
         return False
     if not callable(signal.getsignal(signal.SIGINT)):
         return False                  # SIG_IGN, SIG_DFL or a handler Python did not set
