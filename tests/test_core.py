@@ -231,10 +231,11 @@ def test_concretization_errors_name_user_line():
     assert f"test_core.py:{line}" in str(e.value) and "where" in str(e.value)
     with pytest.raises(ConcretizationError, match="float"):
         tj.trace(lambda x: float(x))(1.0)
+    # (a Python int is specialised on when its value is needed; a NumPy integer is data)
     with pytest.raises(ConcretizationError, match="static"):
-        tj.trace(lambda x, n: tj.numpy.zeros(n))(1.0, 3)
+        tj.trace(lambda x, n: tj.numpy.zeros(n))(1.0, np.int64(3))
     with pytest.raises(ConcretizationError, match="static"):
-        tj.trace(lambda x, n: x.reshape(n))(np.ones(3), 3)
+        tj.trace(lambda x, n: x.reshape(n))(np.ones(3), np.int64(3))
 
 
 def test_non_array_argument_names_its_path():

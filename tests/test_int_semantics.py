@@ -186,8 +186,9 @@ def test_traced_sizes_in_tracejit_numpy(fn):
         fn, lambda n: getattr(tnp, fn)(n))
     with pytest.raises(tj.ConcretizationError, match=rf"{fn}.*static_argnums.*\n  at .*"
                                                      rf"test_int_semantics.py"):
-        tj.jit(call)(3)
+        tj.jit(call)(np.int64(3))          # a NumPy integer is data (a Python int is not)
     assert np.asarray(tj.jit(call, static_argnums=0)(3)).shape == (3,)
+    assert np.asarray(tj.jit(call)(3)).shape == (3,)      # specialised on its value
 
 
 @pytest.mark.parametrize("call", [lambda n: np.zeros((n, 2)), lambda n: np.arange(n),
@@ -195,7 +196,8 @@ def test_traced_sizes_in_tracejit_numpy(fn):
 def test_traced_sizes_in_numpy_raise_concretization_errors(call):
     # np.arange converts with __array__ (a ConcretizationError without the static hint)
     with pytest.raises(tj.ConcretizationError, match=r"concrete value.*\n  at .*test_int_sem"):
-        tj.jit(call)(3)
+        tj.jit(call)(np.int64(3))
+    assert tj.jit(call)(3).shape == call(3).shape
 
 
 @pytest.mark.parametrize("fn", ["zeros", "ones", "empty"])
@@ -203,4 +205,4 @@ def test_traced_scalar_size_in_numpy(fn):
     # NumPy's shape converter replaces Tracer.__index__'s error by its own bare TypeError;
     # the trace recognises it (errors.numpy_shape_from_tracer) and names the user's line
     with pytest.raises(tj.ConcretizationError, match=r"static_argnums(.|\n)*at .*test_int_sem"):
-        tj.jit(lambda n: getattr(np, fn)(n))(3)
+        tj.jit(lambda n: getattr(np, fn)(n))(np.int64(3))

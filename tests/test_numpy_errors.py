@@ -172,29 +172,32 @@ def test_float_int_of_tracer():
 
 
 def test_tracer_as_shape():
+    # (a NumPy integer is data, traced like an array)
     def f(a, n):
         return tnp.zeros(n)  # HERE
-    _raises(tracejit.ConcretizationError, f, A, 3, marker="# HERE", must=("static_argnums",))
+    _raises(tracejit.ConcretizationError, f, A, np.int64(3), marker="# HERE", must=("static_argnums",))
 
     def g(a, n):
         return a.reshape(n, -1)  # HERE
-    _raises(tracejit.ConcretizationError, g, A, 3, marker="# HERE", must=("static",))
+    _raises(tracejit.ConcretizationError, g, A, np.int64(3), marker="# HERE", must=("static",))
 
     def h(a, n):
         return tnp.arange(n) * 1.0  # HERE
-    _raises(tracejit.ConcretizationError, h, A, 3, marker="# HERE", must=("static_argnums",))
+    _raises(tracejit.ConcretizationError, h, A, np.int64(3), marker="# HERE", must=("static_argnums",))
 
     def h2(a, n):
         return np.arange(n) * 1.0  # HERE  (C function without dispatch: core's __array__ error)
-    _raises(tracejit.ConcretizationError, h2, A, 3, marker="# HERE", must=("concrete",))
+    _raises(tracejit.ConcretizationError, h2, A, np.int64(3), marker="# HERE", must=("concrete",))
 
     def k(a, n):
         return [a for _ in range(n)]  # HERE
-    _raises(tracejit.ConcretizationError, k, A, 3, marker="# HERE", must=("static_argnums",))
+    _raises(tracejit.ConcretizationError, k, A, np.int64(3), marker="# HERE", must=("static_argnums",))
 
-    # the fix the message suggests works
+    # the fix the message suggests works; a Python int is specialised on without it
     out = tracejit.trace(lambda a, n: a.reshape(n, -1), static_argnums=1)(A, 3)
     assert out.shape == (3, 4)
+    for fn in (f, g, h, h2):
+        assert tracejit.trace(fn)(A, 3).shape == fn(A, 3).shape
 
 
 def test_traced_boolean_mask_index():

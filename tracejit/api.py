@@ -79,6 +79,7 @@ class Outputs(NamedTuple):
     tree: Any
     writes: "WriteBack | None"
     arrays0d: frozenset = frozenset()    # positions of 0-d outputs NumPy returns as arrays
+    values: frozenset = frozenset()      # Python-scalar argument leaves whose values it used
 
 
 class WriteBack:
@@ -174,6 +175,18 @@ class Signature(NamedTuple):
     # leaves that are NumPy scalars, set only when the function writes into them (then NumPy
     # rebinds instead, and the function is retraced with them immutable: see _python_call)
     scalars: tuple = ()
+    # (leaf, value key) of the Python-scalar arguments whose values the trace needed (a range
+    # bound, a shape, a branch): set only for the signatures whose traces did (see _signature)
+    values: tuple = ()
+
+
+def _value_key(x):
+    """A Python scalar as a cache-key value (floats by their bits: -0.0 and NaN are values)."""
+    if type(x) is float:
+        return x.hex()
+    if type(x) is complex:
+        return (x.real.hex(), x.imag.hex())
+    return x
 
 
 def int_ranges(leaves) -> tuple:
@@ -226,6 +239,7 @@ class Compiled:
         self.out_tree = out_tree.tree
         self.writes = out_tree.writes
         self.arrays0d = out_tree.arrays0d
+        self.value_leaves = out_tree.values   # valid only for those arguments' values
         self.backend = backend
         self.executable = _compile(graph, backend)
         self.specialized = False          # native fast-path entry built (see Traced)
@@ -253,7 +267,7 @@ class Compiled:
         from .backend import pyabi
         from .backend.executable import _raise
         if self.backend != "llvm" or not getattr(self.executable, "entry_ok", False) or \
-                self.range_facts or self.writes or self.arrays0d:
+                self.range_facts or self.writes or self.arrays0d or self.value_leaves:
             return None
         td = sig.treedef
         # (scalars: traced for NumPy-scalar arguments, which the native entry does not take; a
@@ -339,6 +353,7 @@ class Traced:
         self._hits = self._misses = self._traces = 0
         self._last_sig: Signature | None = None
         self._scalar_sigs: dict = {}     # signature -> NumPy-scalar leaves to trace immutable
+        self._value_sigs: dict = {}      # signature -> Python-scalar leaves keyed by value
 
     # signature ---------------------------------------------------------------------------------
     def _split(self, args, kwargs):
@@ -361,6 +376,21 @@ class Traced:
         types = tuple(leaf_type(x, _pretty_path(p, self._sig)) for x, p in zip(leaves, paths))
         return leaves, Signature(treedef, types, tuple(static), int_ranges(leaves))
 
+    def _signature(self, args, kwargs):
+        """(dynamic leaves, Signature) of a call, the NumPy scalars it traces immutable and the
+        values of the Python scalars its traces needed (see Builder.know_input) included."""
+        leaves, sig = self._split(args, kwargs)
+        scalars = self._scalar_sigs.get(sig)
+        if scalars and all(isinstance(leaves[i], np.generic) for i in scalars):
+            sig = sig._replace(scalars=scalars)
+        return leaves, self._with_values(leaves, sig)
+
+    def _with_values(self, leaves, sig: Signature) -> Signature:
+        needed = self._value_sigs.get(sig._replace(values=()))
+        if not needed:
+            return sig
+        return sig._replace(values=tuple((i, _value_key(leaves[i])) for i in needed))
+
     def _rebuild_args(self, args, kwargs, sig: Signature, tracers):
         dyn_args, dyn_kwargs = tree.unflatten(sig.treedef, tracers)
         it = iter(dyn_args)
@@ -382,6 +412,10 @@ class Traced:
         def flat_fun(*tracers):
             for i in sig.scalars:
                 tracers[i].frozen = True
+            builder = current_builder()
+            for i, (t, x) in enumerate(zip(tracers, call_leaves)):
+                if type(x) is int or type(x) is bool:      # (floats are data: traced)
+                    builder.know_input(t.irvar, x, i)
             before = [t.irvar for t in tracers]
             full, kw = self._rebuild_args(args, kwargs, sig, tracers)
             ranges = sig.int_ranges or (None,) * len(tracers)
@@ -396,13 +430,12 @@ class Traced:
             if facts is not None:
                 facts.append(used)
             leaves, out_tree = tree.flatten(out)
-            builder = current_builder()
             writes = WriteBack.of(tracers, before, leaves, builder)
             if writes:
                 writes.names = [_pretty_path(p, self._sig) for p in tree.leaf_paths(sig.treedef)]
             arrays0d = frozenset(k for k, o in enumerate(leaves) if isinstance(o, Tracer) and
                                  o.ndim == 0 and o.frozen is False)
-            out_tree_box.append(Outputs(out_tree, writes, arrays0d))
+            out_tree_box.append(Outputs(out_tree, writes, arrays0d, frozenset(builder.needed)))
             return leaves + [tracers[i] for i in writes.leaves] if writes else leaves
 
         if count:
@@ -451,12 +484,9 @@ class Traced:
 
     def _python_call(self, *args, **kwargs):
         """The general call path: signature, cache lookup (trace + compile on a miss), run."""
-        leaves, sig = self._split(args, kwargs)
+        leaves, sig = self._signature(args, kwargs)
         if any(isinstance(x, Tracer) for x in leaves):
             return self.fun(*args, **kwargs)        # inside another trace: inline
-        scalars = self._scalar_sigs.get(sig)
-        if scalars and all(isinstance(leaves[i], np.generic) for i in scalars):
-            sig = sig._replace(scalars=scalars)
         try:
             entry, specialize = self._entry(args, kwargs, sig, hit=True)
         except TypeError:
@@ -465,15 +495,17 @@ class Traced:
             scalars = tuple(i for i, x in enumerate(leaves) if isinstance(x, np.generic))
             if not scalars or sig.scalars:
                 raise
-            entry, specialize = self._entry(args, kwargs, sig._replace(scalars=scalars), hit=True)
-            self._scalar_sigs[sig] = scalars
-            sig = sig._replace(scalars=scalars)
+            self._scalar_sigs[sig._replace(values=())] = scalars
+            leaves, sig = self._signature(args, kwargs)
+            entry, specialize = self._entry(args, kwargs, sig, hit=True)
         scalars = entry.writes.scalars(leaves) if entry.writes else ()
         if scalars:
-            sig = sig._replace(scalars=scalars)
+            sig = self._with_values(leaves, sig._replace(scalars=scalars, values=()))
             entry, specialize = self._entry(args, kwargs, sig, hit=True)
         if specialize:
             self._specialize(entry, sig)
+        if entry.value_leaves and not sig.values:      # keyed by value since this call
+            sig = self._with_values(leaves, sig)
         self._last_sig = sig
         return entry(leaves)
 
@@ -504,6 +536,7 @@ class Traced:
         try:
             entry = self._compile_sig(args, kwargs, sig)
             with _cache_lock:
+                key = self._value_key(args, kwargs, sig, entry, key)
                 self._cache.pop(key, None)
                 # make room first: even a reader without the lock never sees it over the bound
                 while len(self._cache) >= max(1, config.cache_size):
@@ -515,6 +548,18 @@ class Traced:
                     del self._pending[key]
             mine.done.set()
         return entry, False
+
+    def _value_key(self, args, kwargs, sig: Signature, entry: Compiled, key):
+        """The cache key of a new entry: ``key``, or when its trace needed the values of Python
+        scalars that ``sig`` does not hold, the key holding them (remembered for ``sig``: later
+        calls of its types are looked up with those values). Under the cache lock."""
+        have = {i for i, _ in sig.values}
+        if entry.value_leaves <= have:
+            return key
+        base = sig._replace(values=())
+        self._value_sigs[base] = tuple(sorted(have | entry.value_leaves))
+        leaves = self._split(args, kwargs)[0]
+        return self._key(self._with_values(leaves, base))
 
     def _specialize(self, entry: Compiled, sig: Signature) -> None:
         """Add the native fast-path entry of a signature to this object's dispatch table (and to
@@ -531,7 +576,7 @@ class Traced:
 
     def lower(self, *args, **kwargs) -> Compiled:
         """The compiled entry for these arguments' signature (compiling if needed)."""
-        _, sig = self._split(args, kwargs)
+        _, sig = self._signature(args, kwargs)
         return self._entry(args, kwargs, sig, hit=False)[0]
 
     # inspection --------------------------------------------------------------------------------
@@ -571,6 +616,7 @@ class Traced:
         with _cache_lock:
             self._cache.clear()
             self._scalar_sigs.clear()
+            self._value_sigs.clear()
             self._last_sig = None
         with _table_lock:
             for target in (self, *self._owners):
@@ -590,7 +636,8 @@ def trace(fun: Callable | None = None, *, static_argnums=(), static_argnames=(),
     ``trace(f, static_argnums=...)``.
 
     Arguments are pytrees of arrays and numbers; Python scalars are weakly typed and traced, not
-    baked in. Static arguments (hashable) are passed to the function as Python values and are part
+    baked in, except that a Python int or bool whose value the trace needs (a ``range`` bound, a
+    shape, a slice bound, an ``if``) is specialised on: its value joins the cache key. Static arguments (hashable) are passed to the function as Python values and are part
     of the cache key. The returned object calls like ``fun`` and has ``ir``, ``inspect_llvm``,
     ``inspect_asm``, ``memory_analysis``, ``cache_info`` and ``clear_cache``.
     """
@@ -680,6 +727,13 @@ def _explain(old: Signature, new: Signature, sig) -> str:
     paths = tree.leaf_paths(new.treedef)
     diffs = [f"{_pretty_path(p, sig)} changed from {a} to {b}"
              for p, a, b in zip(paths, old.types, new.types) if a != b]
+    if not diffs and old.values != new.values:
+        was = dict(old.values)
+        diffs = [f"{_pretty_path(paths[i], sig)} changed value from {was.get(i, '?')} to {v}"
+                 for i, v in new.values if was.get(i) != v]
+        if diffs:
+            diffs[-1] += (" (the trace needs the values of these Python scalars: a range "
+                          "bound, a shape or a branch)")
     if not diffs and old.int_ranges != new.int_ranges:
         diffs = [f"{_pretty_path(p, sig)} changed from a {a} to a {b}" for p, a, b in
                  zip(paths, old.int_ranges or (None,) * len(paths),

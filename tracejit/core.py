@@ -91,10 +91,12 @@ class Tracer:
         self.base = None           # a mutation.ViewLink when this is a NumPy view of another
         self.viewed = None         # weak references to the views taken of this one
 
-    def known(self):
+    def known(self, need: bool = False):
         """The concrete value when it depends on constants only (an array the function created
-        with NumPy and did not write a traced value into), else None."""
-        return self.builder.known_value(self.irvar)
+        with NumPy and did not write a traced value into), else None. ``need``: the trace cannot
+        go on without it, so a value computed from Python-scalar arguments counts too (and the
+        trace becomes specialised to those arguments' values: see Builder.know_input)."""
+        return self.builder.known_value(self.irvar, need)
 
     # array attributes -------------------------------------------------------------------------
     @property
@@ -127,7 +129,7 @@ class Tracer:
 
     # values that need concrete data ------------------------------------------------------------
     def _concrete(self, what, instead):
-        value = self.known()
+        value = self.known(need=True)
         if value is not None:
             return value
         raise ConcretizationError(
@@ -228,6 +230,11 @@ class Builder:
         # computing it (evaluated on demand, memoised in _values); see Tracer.known
         self._known: dict[int, Any] = {}
         self._values: dict[int, Any] = {}
+        # Python-scalar arguments are known too, but using one's value specialises the trace:
+        # var id -> the argument leaves its known value derives from; ``needed``: the leaves
+        # whose values the trace used (the cache key must then hold them: api.Traced)
+        self._input_deps: dict[int, frozenset] = {}
+        self.needed: set[int] = set()
         # NumPy mutation bookkeeping (tracejit.numpy.mutation): whether a write happened, and
         # the roots whose memory layout decided whether a reshape was a view
         self.wrote = False
@@ -282,13 +289,26 @@ class Builder:
         arr = np.asarray(value)
         return Tracer(self, self._const(arr) if arr.ndim else self.atom(arr))
 
-    def known_value(self, var):
-        """The concrete value of ``var`` when it depends on constants only, else None."""
+    def know_input(self, var: Var, value, leaf: int) -> None:
+        """Make input ``var`` (the Python scalar ``value``, argument leaf ``leaf``) known to
+        computations that cannot go on without a concrete value (``range(n)``, a shape, a slice
+        bound, ``if flag:``); using it records ``leaf`` in ``needed``."""
+        self._known[id(var)] = np.asarray(value, dtype=var.ty.dtype)[()]
+        self._input_deps[id(var)] = frozenset((leaf,))
+
+    def known_value(self, var, need: bool = False):
+        """The concrete value of ``var`` when it depends on constants only (or, when ``need``,
+        on Python-scalar arguments too: see know_input), else None."""
         if isinstance(var, Literal):
             return var.value
         key = id(var)
         if key not in self._known:
             return None
+        deps = self._input_deps.get(key)
+        if deps:
+            if not need:
+                return None
+            self.needed |= deps
         if key in self._values:
             return self._values[key]
         stack = [var]                      # evaluate the equations it needs, deepest first
@@ -339,8 +359,12 @@ class Builder:
         self.eqns.append(eqn)
         known = self._known
         if all(isinstance(a, Literal) or id(a) in known for a in atoms):
+            deps = self._input_deps
+            dep = frozenset().union(*[deps.get(id(a), ()) for a in atoms]) if deps else None
             for v in outvars:
                 known[id(v)] = eqn
+                if dep:
+                    deps[id(v)] = dep
         return [Tracer(self, v) for v in outvars]
 
     def finish(self, outs) -> Graph:
@@ -376,11 +400,12 @@ def outside_trace():
         _current.reset(token)
 
 
-def static_value(x):
+def static_value(x, need: bool = False):
     """``x``'s concrete value when it is a tracer of a known value (see Tracer.known), else ``x``:
-    for operands that must be concrete (repeat counts, masks, bounds)."""
+    for operands that must be concrete (repeat counts, masks, bounds; ``need``: the operation
+    has no traced form, so a value computed from Python-scalar arguments is taken too)."""
     if isinstance(x, Tracer):
-        value = x.known()
+        value = x.known(need)
         return x if value is None else value
     return x
 

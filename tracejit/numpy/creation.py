@@ -98,7 +98,7 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None):
 
 
 def _concrete(x, fname):
-    x = static_value(x)
+    x = static_value(x, need=True)
     if isinstance(x, Tracer):
         raise ConcretizationError(f"{fname} needs concrete bounds (the result shape depends on "
                                   f"them); got a traced {x.ty}. Pass them as static arguments "

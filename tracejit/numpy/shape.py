@@ -245,7 +245,7 @@ def tile(A, reps):
 @implements(np.repeat)
 def repeat(a, repeats, axis=None):
     """Repeat elements; ``repeats`` must be concrete (the result shape depends on it)."""
-    repeats = static_value(repeats)
+    repeats = static_value(repeats, need=True)
     if isinstance(repeats, Tracer):
         raise UnsupportedError("repeat with traced repeats has a data-dependent shape; pass "
                                "concrete repeats")

@@ -1,0 +1,111 @@
+"""Python int/bool arguments the trace needs concretely are specialised on automatically (their
+value joins the cache key); ints used only in arithmetic or as indices stay traced."""
+import logging
+
+import numpy as np
+import pytest
+
+import tracejit as tj
+from tracejit.errors import ConcretizationError
+
+
+def stencil(A, B, TSTEPS):
+    # a public-suite kernel, unmodified: a Python-int time-step count and an in-place update
+    for t in range(TSTEPS):
+        B[1:-1] = 0.33333 * (A[:-2] + A[1:-1] + A[2:])
+        A[1:-1] = 0.33333 * (B[:-2] + B[1:-1] + B[2:])
+
+
+@pytest.mark.parametrize("backend", ["llvm", "interpret"])
+def test_range_bound_without_static_argnums(backend):
+    f = tj.trace(stencil, backend=backend)
+    rng = np.random.default_rng(0)
+    for steps in (3, 5, 3, 5, 5):
+        A, B = rng.random(50), rng.random(50)
+        A2, B2 = A.copy(), B.copy()
+        f(A, B, steps)
+        stencil(A2, B2, steps)
+        np.testing.assert_allclose(A, A2, rtol=1e-14)
+        np.testing.assert_allclose(B, B2, rtol=1e-14)
+    assert f.cache_info().traces == 2          # one per value of TSTEPS
+
+
+def test_shapes_and_slice_bounds_from_ints():
+    def f(x, n, m):
+        z = np.zeros(n) + np.linspace(0, 1, n) + np.arange(n)
+        return x[:n] * 2 + z, np.ones((n, m)).sum(0), x.reshape(m, -1)
+
+    g = tj.trace(f)
+    x = np.arange(12.0)
+    for n, m in [(3, 2), (3, 2), (4, 3), (3, 2), (5, 4), (4, 3)]:
+        for got, want in zip(g(x, n, m), f(x, n, m)):
+            np.testing.assert_allclose(got, want)
+    assert g.cache_info().traces == 3
+
+
+def test_bool_flag_branch_and_union_of_needed_values():
+    # the trace with flag=False needs only flag; with flag=True it needs n too
+    def f(x, flag, n):
+        if flag:
+            for _ in range(n):
+                x = x * 2
+        return x - n
+
+    g = tj.trace(f)
+    x = np.ones(3)
+    calls = [(False, 1), (True, 2), (False, 7), (True, 3), (True, 2), (False, 1)]
+    for flag, n in calls:
+        np.testing.assert_array_equal(g(x, flag, n), f(x, flag, n))
+
+
+def test_arithmetic_and_index_ints_stay_traced():
+    g = tj.trace(lambda x, k, i: x * k + x[i])
+    x = np.arange(5.0)
+    for k in range(6):
+        np.testing.assert_array_equal(g(x, k, k % 5), x * k + x[k % 5])
+    assert g.cache_info().traces == 1
+
+
+def test_value_specialised_signature_has_no_native_shortcut():
+    # the native fast path checks types only: it must not serve another value's trace
+    g = tj.trace(lambda x, n: x[:n].sum())
+    x = np.arange(10.0)
+    for _ in range(3):
+        for n in (2, 7, 4):
+            assert g(x, n) == x[:n].sum()
+
+
+def test_derived_values_and_python_floats():
+    # a value computed from an int argument is specialised on; a float argument stays traced
+    g = tj.trace(lambda x, n: np.zeros((n + 1) * 2) + x)
+    assert g(1.0, 2).shape == (6,) and g(1.0, 3).shape == (8,)
+    with pytest.raises(ConcretizationError):
+        tj.trace(lambda x, t: x if t > 0 else -x)(np.ones(2), 0.5)
+    with pytest.raises(ConcretizationError):           # a NumPy integer is data, like an array
+        tj.trace(lambda x, n: np.zeros(n))(1.0, np.int64(3))
+
+
+def test_retrace_log_names_the_value(caplog):
+    g = tj.trace(lambda x, n: x[:n])
+    with _log_on():
+        with caplog.at_level(logging.WARNING, logger="tracejit"):
+            g(np.ones(4), 2)
+            g(np.ones(4), 3)
+    assert any("args[1] changed value from 2 to 3" in r.getMessage() for r in caplog.records)
+
+
+class _log_on:
+    def __enter__(self):
+        self.old = tj.config.log_retraces
+        tj.config.log_retraces = True
+
+    def __exit__(self, *exc):
+        tj.config.log_retraces = self.old
+
+
+def test_lower_and_ir_follow_the_value():
+    g = tj.trace(lambda x, n: x[:n] + 1)
+    x = np.arange(5.0)
+    assert g.lower(x, 2) is g.lower(x, 2)
+    assert g.lower(x, 2) is not g.lower(x, 3)
+    assert "f64[3]" in str(g.ir(x, 3)) and "f64[2]" in str(g.ir(x, 2))
