@@ -50,7 +50,8 @@ import numpy as np
 
 from . import tree
 from .ad_util import differentiable, instantiate, is_zero, tangent_type
-from .api import _compile, leaf_type
+from .api import _compile
+from .signature import leaf_type
 from .bugreport import compiler_stage
 from .config import config
 from .core import Tracer, current_builder, eval_graph, literal_value, make_graph

@@ -15,7 +15,7 @@ import functools
 import numpy as np
 
 from . import tree
-from .api import leaf_type
+from .signature import leaf_type
 from .core import Primitive, eval_graph, literal_value, make_graph
 from .ops.control import attach_control_rules
 

@@ -318,6 +318,8 @@ class Builder:
                 stack.pop()
                 continue
             entry = self._known[id(v)]
+            if isinstance(entry, Tracer):        # a captured outer value known from arguments
+                entry = entry.known(need=True)
             if not isinstance(entry, Eqn):
                 self._values[id(v)] = entry
                 stack.pop()
@@ -346,8 +348,13 @@ class Builder:
         if v is None:
             v = Var(t.ty)
             self._capture_index[id(t.irvar)] = v
-            self.captured.append(Tracer(t.builder, t.irvar))
+            outer = Tracer(t.builder, t.irvar)
+            self.captured.append(outer)
             self.captured_vars.append(v)
+            deps = t.builder._input_deps.get(id(t.irvar))
+            if deps:         # known from the outer trace's Python-scalar arguments: needing it
+                self._known[id(v)] = outer          # here specialises the outer trace
+                self._input_deps[id(v)] = deps
         return v
 
     def add_eqn(self, prim: Primitive, args, params) -> list[Tracer]:

@@ -23,7 +23,7 @@ import numpy as np
 
 from . import ad_util as ad
 from . import tree
-from .api import leaf_type
+from .signature import leaf_type
 from .core import Primitive, Tracer, current_builder, eval_graph, literal_value, make_graph
 from .errors import InputError, UnsupportedError
 from .ir import Graph
