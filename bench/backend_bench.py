@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 import tracejit as tj
-from tracejit.backend import threads
+from tracejit.backend.engine import threads
 
 
 def expr(x, y):

@@ -19,8 +19,9 @@ import numpy as np
 from llvmlite import ir
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from tracejit.backend import jit, pyabi, threads  # noqa: E402
-from tracejit.backend import pyabi_dispatch as pd  # noqa: E402
+from tracejit.backend.engine import jit, threads  # noqa: E402
+from tracejit.backend.runtime import pyabi, pyobj  # noqa: E402
+from tracejit.backend.runtime import pyabi_dispatch as pd  # noqa: E402
 
 i32, i64, f64, ptr = ir.IntType(32), ir.IntType(64), ir.DoubleType(), ir.PointerType()
 
@@ -153,6 +154,6 @@ def bench_pool():
 
 
 if __name__ == "__main__":
-    print(f"python {sys.version.split()[0]}, numpy {np.__version__}, native={pyabi.NATIVE_OK}")
+    print(f"python {sys.version.split()[0]}, numpy {np.__version__}, native={pyobj.NATIVE_OK}")
     bench_calls()
     bench_pool()

@@ -22,7 +22,8 @@ import time
 import llvmlite.ir as ir
 import numpy as np
 
-from tracejit.backend import jit, mathlib
+from tracejit.backend.engine import jit
+from tracejit.backend.mathlib import library as mathlib
 
 INPUTS = {   # name -> (low, high) of a uniform draw; "log:" draws log-uniform magnitudes
     "exp": (-50, 50), "exp2": (-70, 70), "expm1": (-5, 5), "log": (1e-3, 1e3),

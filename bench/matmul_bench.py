@@ -23,7 +23,8 @@ import numpy as np  # noqa: E402
 from llvmlite import ir  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from tracejit.backend import blas, jit, matmul as mm  # noqa: E402
+from tracejit.backend.engine import jit  # noqa: E402
+from tracejit.backend.matmul import blas, tiled as mm  # noqa: E402
 
 P = ctypes.c_void_p
 FN3 = ctypes.CFUNCTYPE(None, P, P, P)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import tracejit as tj
-from tracejit.backend import threads
+from tracejit.backend.engine import threads
 
 
 def jit(fun):

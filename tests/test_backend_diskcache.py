@@ -11,7 +11,7 @@ SCRIPT = r"""
 import json
 import numpy as np
 import tracejit as tj
-from tracejit.backend import jit
+from tracejit.backend.engine import jit
 tj.config.cache_dir = {cache_dir!r}
 W = np.linspace(-1.0, 1.0, 16)          # a captured constant array
 
@@ -58,7 +58,7 @@ def test_traced_function_loads_from_disk_in_a_second_process(tmp_path):
 def test_library_code_is_cached(tmp_path):
     env = {**os.environ, "TRACEJIT_LIBRARY_CACHE_DIR": str(tmp_path)}
     code = ("import numpy as np, tracejit as tj, json\n"
-            "from tracejit.backend import jit\n"
+            "from tracejit.backend.engine import jit\n"
             "f = tj.jit(lambda x: np.sum(np.sin(x) * np.exp(x)), backend='llvm')\n"
             "f(np.linspace(0, 1, 200_000))\n"
             "print(json.dumps({k: jit.stats[k] for k in ('lib_compiled', 'lib_loaded')}))")
@@ -73,7 +73,7 @@ def test_library_code_is_cached(tmp_path):
 def test_same_graph_twice_in_one_process_compiles_once():
     import numpy as np
     import tracejit as tj
-    from tracejit.backend import jit
+    from tracejit.backend.engine import jit
     x = np.linspace(0.0, 1.0, 33)
     fn = lambda x: np.cos(x) * 3.0 + np.float64(0.25) * x  # noqa: E731
     tj.jit(fn, backend="llvm")(x)

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tracejit as tj
-from tracejit.backend import threads
+from tracejit.backend.engine import threads
 
 
 def jit(fun):
@@ -271,7 +271,7 @@ def test_matmul_with_batch_and_transpose_is_native():
 
 
 def test_native_entry_keeps_the_kernel_contract():
-    from tracejit.backend import pyabi_dispatch
+    from tracejit.backend.runtime import pyabi_dispatch
     f = jit(lambda x, i: (np.exp(x)[i] * 2.0, np.sum(x)))
     x, i = np.linspace(0, 1, 50), np.array([0, -1, 7])
     exe = f.lower(x, i).executable

@@ -8,7 +8,10 @@ import numpy as np
 import pytest
 
 import tracejit as tj
-from tracejit.backend import compile_graph, control, executable as executable_mod, jit as tjit
+from tracejit.backend import compile_graph
+from tracejit.backend.engine import jit as tjit
+from tracejit.backend.plan import partition
+from tracejit.backend.runtime import executable as executable_mod
 from tracejit.core import make_graph
 from tracejit.interpret import run as interpret_graph
 from tracejit.ir import Type
@@ -215,7 +218,7 @@ def test_results_do_not_depend_on_the_thread_count():
 # fallbacks: the same graphs with control flow driven from Python
 
 def test_python_driven_while_record_and_scan(monkeypatch):
-    monkeypatch.setattr(control, "plan_subgraphs", lambda plan, eqn: None)
+    monkeypatch.setattr(partition, "plan_subgraphs", lambda plan, eqn: None)
 
     def f(x):
         return newton_sqrt(x) * tj.while_loop(lambda c: c[1] < 4,

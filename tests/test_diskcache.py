@@ -8,7 +8,7 @@ SCRIPT = r"""
 import ctypes, json
 from llvmlite import ir
 import tracejit
-from tracejit.backend import jit
+from tracejit.backend.engine import jit
 tracejit.config.cache_dir = {cache_dir!r}
 m = ir.Module()
 f = ir.Function(m, ir.FunctionType(ir.DoubleType(), [ir.DoubleType()]), "tj_test_cache_sq")

@@ -20,7 +20,7 @@ def agree(f, *args, rtol=1e-12, calls=2):
 
 # take() of a value computed in the same loop group read elements not yet computed (a KeyError
 # in buffers.slot_of when the operand had no slot, wrong values when it had one): a gathered
-# operand must be stored by an earlier step (fuse._can_join)
+# operand must be stored by an earlier step (plan/partition.py, _can_join)
 
 def test_take_of_a_member_of_its_own_loop():
     def f(x, y):
@@ -104,9 +104,9 @@ def test_np_copy_and_astype_copy_as_numpy_does():
 
 def test_internal_failure_is_a_compiler_error_with_a_saved_graph(monkeypatch, tmp_path):
     import pytest
-    from tracejit.backend import fuse
+    from tracejit.backend.plan import partition
     monkeypatch.setattr(tj.config, "bug_report_dir", str(tmp_path))
-    monkeypatch.setattr(fuse, "_can_join", lambda plan, group, eqn, operands: True)  # old bug
+    monkeypatch.setattr(partition, "_can_join", lambda plan, group, eqn, operands: True)  # old bug
     with pytest.raises(tj.CompilerError) as info:
         tj.jit(lambda x: (-x)[np.array([1, 0])])(np.array([1.5, 2.0]))
     msg = str(info.value)

@@ -1,4 +1,4 @@
-"""Ctrl-C stops a long native loop (backend/interrupt.py): a child process runs a kernel that
+"""Ctrl-C stops a long native loop (backend/emit/interrupt.py): a child process runs a kernel that
 would take a minute, the parent sends SIGINT, and the child must catch KeyboardInterrupt within
 two seconds, get no second one later, and run the function again (results discarded, nothing
 left broken)."""
@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import tracejit as tj
-from tracejit.backend import interrupt
+from tracejit.backend.abi import ERR_INTERRUPT
+from tracejit.backend.emit import interrupt
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the handler is Linux-only")
 
@@ -127,7 +128,7 @@ def test_ignored_sigint_is_left_alone():
         import signal
         import numpy as np
         import tracejit as tj
-        from tracejit.backend import interrupt
+        from tracejit.backend.emit import interrupt
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         f = tj.jit(lambda n: tj.fori_loop(0, n, lambda i, c: c + 1.0, 0.0))
         import os
@@ -163,7 +164,7 @@ def test_a_sigint_from_before_the_call_is_ignored():
 
 
 def test_interrupt_error_code_raises_keyboard_interrupt():
-    from tracejit.backend.executable import _raise
+    from tracejit.backend.runtime.executable import _raise
     with pytest.raises(KeyboardInterrupt):
-        _raise(interrupt.ERR_INTERRUPT | 4)       # before MemoryError
+        _raise(ERR_INTERRUPT | 4)       # before MemoryError
     assert os.getpid()                            # and the process goes on

@@ -1,4 +1,4 @@
-"""tracejit.backend.mathlib against NumPy, in ulps.
+"""tracejit.backend.mathlib (the vector math library) against NumPy, in ulps.
 
 Kernels ``void k(T *x, [T *y,] T *out, i64 n)`` apply ``call_math`` in chunks of ``width`` lanes
 (n is padded to a multiple of the width here); each kernel is compiled once per session.
@@ -19,7 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracejit.backend import jit, mathlib
+from tracejit.backend.engine import jit
+from tracejit.backend.mathlib import library as mathlib
 
 DTYPES = {np.float64: ir.DoubleType(), np.float32: ir.FloatType()}
 NP_NAME = {"absolute": "abs"}
@@ -339,7 +340,7 @@ def test_inline_mode_matches_and_defines_locally():
 
 def test_f32_bodies_are_native():
     """The f32 functions of mathlib_f32 compute in float: no double anywhere in their IR."""
-    from tracejit.backend import mathlib_f32
+    from tracejit.backend.mathlib import f32 as mathlib_f32
     mod = ir.Module()
     for name in mathlib_f32.EMITTERS:
         mathlib.define_math(mod, name, ir.FloatType(), 16)
@@ -488,7 +489,7 @@ def _max_rel_error(head, coeffs, exact, lo, hi, points=1001):
 
 def test_table_polynomial_bounds():
     """The error bounds noted next to the table-driven polynomials."""
-    from tracejit.backend import mathlib_emit as em, mathlib_f32 as m32
+    from tracejit.backend.mathlib import emitter as em, f32 as m32
     ln2 = decimal.Context(prec=40).ln(2)
     exp = lambda r, ctx: ctx.exp(r)                              # noqa: E731
     for n, g_exp, exp_bound in ((8, em.EXP8_G, 2.0 ** -58.2), (16, m32.EXP16_G, 2.0 ** -29.2)):

@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from llvmlite import ir
 
-from tracejit.backend import blas, jit, matmul as mm
+from tracejit.backend.engine import jit
+from tracejit.backend.matmul import blas, tiled as mm
 
 P = ctypes.c_void_p
 FLOATS = ["float64", "float32"]

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import tracejit as tj
-from tracejit.backend import blas
+from tracejit.backend.matmul import blas
 
 
 def _with_threads(n, fn, *args):

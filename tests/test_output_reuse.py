@@ -1,4 +1,4 @@
-"""Reuse of dead output arrays by the native entries (``backend/pyabi_reuse.py``).
+"""Reuse of dead output arrays by the native entries (``backend/runtime/pyabi_reuse.py``).
 
 An entry hands out a cached output again only when nothing but its cache refers to it and it is
 unchanged; these tests check that no Python code can tell: values are those of fresh arrays,
@@ -18,13 +18,14 @@ import pytest
 from llvmlite import ir
 
 import tracejit as tj
-from tracejit.backend import jit, pyabi, pyabi_reuse
-from tracejit.backend import pyabi_dispatch as pd
+from tracejit.backend.engine import jit
+from tracejit.backend.runtime import pyabi, pyabi_reuse, pyobj
+from tracejit.backend.runtime import pyabi_dispatch as pd
 
 N = 20_000                     # 160 KB of f64, 80 KB of f32: above REUSE_MIN_BYTES
 i32, i64, f64, ptr = ir.IntType(32), ir.IntType(64), ir.DoubleType(), ir.PointerType()
 
-pytestmark = pytest.mark.skipif(not pyabi.NATIVE_OK, reason="native entries disabled")
+pytestmark = pytest.mark.skipif(not pyobj.NATIVE_OK, reason="native entries disabled")
 
 
 def rng(seed):

@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 
 import tracejit as tj
-from tracejit.backend import fuse
-from tracejit.backend.executable import compile_graph
-from tracejit.backend.rowfuse import RowMatvecGroup
+from tracejit.backend.plan import steps
+from tracejit.backend.plan.rowfuse import RowMatvecGroup
+from tracejit.backend.runtime.executable import compile_graph
+from tracejit.ir import Var
 
 
 def _plan_of(fn, *args):
@@ -24,12 +25,12 @@ def _plan_of(fn, *args):
 
 def _reads(plan, step, var):
     atoms = []
-    if isinstance(step, fuse.LoopGroup):
+    if isinstance(step, steps.LoopGroup):
         for e in (*step.eqns, *step.sinks):
             atoms.extend(e.invars)
     else:
         atoms.extend(step.eqn.invars)
-    return any(isinstance(a, fuse.Var) and plan.view_of(a).base is var for a in atoms)
+    return any(isinstance(a, Var) and plan.view_of(a).base is var for a in atoms)
 
 
 def _logistic(w, X, y):
@@ -153,10 +154,10 @@ def test_dense_hessian_is_one_pass_over_the_output():
     h = tj.trace(tj.hessian(_rosen))
     assert "consts" not in str(h.ir(x))
     exe = h.lower(x).executable
-    big = [s for s in exe.plan.steps if isinstance(s, fuse.LoopGroup)
+    big = [s for s in exe.plan.steps if isinstance(s, steps.LoopGroup)
            and int(np.prod(s.shape)) >= n * (n - 1)]
     assert len(big) == 1 and big[0].eqns, exe.describe()
-    assert not any(isinstance(s, fuse.FallbackStep) for s in exe.plan.steps)
+    assert not any(isinstance(s, steps.FallbackStep) for s in exe.plan.steps)
     assert exe.memory_analysis()["constant_bytes"] < n * n
     np.testing.assert_array_equal(h(x), _interpret(tj.hessian(_rosen), x))
 
@@ -165,7 +166,7 @@ def test_sunk_views_keep_values_and_shared_work():
     """A pad, slice and transpose of elementwise results become index maps in the consumer
     (one loop), while an expensive value with another user is still computed once and read
     through a view."""
-    from tracejit.backend.sinkviews import sink_views
+    from tracejit.backend.plan.sinkviews import sink_views
 
     def f(a, b):
         c = np.broadcast_to(b[0], (5, 6)) * 2.0 - b[0]
@@ -175,7 +176,7 @@ def test_sunk_views_keep_values_and_shared_work():
     rng = np.random.default_rng(1)
     a, b = rng.standard_normal((7, 6)), rng.standard_normal((5, 6))
     exe = _plan_of(f, a, b)
-    assert not any(isinstance(s, fuse.FallbackStep) for s in exe.plan.steps)
+    assert not any(isinstance(s, steps.FallbackStep) for s in exe.plan.steps)
     got = exe([a, b])
     want = _interpret(f, a, b)
     np.testing.assert_array_equal(got[0], want[0])
@@ -184,7 +185,7 @@ def test_sunk_views_keep_values_and_shared_work():
     sunk = sink_views(graph)
     assert not any(e.prim.name in ("pad", "transpose") and e.outvars[0].ty.ndim > 1
                    for e in sunk.eqns)         # only the small row vector is padded
-    loops = [s for s in exe.plan.steps if isinstance(s, fuse.LoopGroup) and s.shape == (7, 6)]
+    loops = [s for s in exe.plan.steps if isinstance(s, steps.LoopGroup) and s.shape == (7, 6)]
     assert len(loops) == 1 and loops[0].eqns
     assert [a is b for a, b in zip(sunk.outvars, graph.outvars)] == [True, True]
 
@@ -198,7 +199,7 @@ def test_sunk_views_keep_values_and_shared_work():
 def test_transposed_product_is_the_swapped_product():
     """(A @ B).T used once is computed as B.T @ A.T (operands swapped, read through strides):
     the consumer reads the product contiguously instead of through a transposed view."""
-    from tracejit.backend.sinkviews import sink_views
+    from tracejit.backend.plan.sinkviews import sink_views
 
     def f(a, b, c):
         return c - 0.1 * (a.T @ b).T             # the SGD update of an X.T @ dZ gradient
@@ -209,7 +210,7 @@ def test_transposed_product_is_the_swapped_product():
     sunk = sink_views(exe.graph)
     assert not any(e.prim.name == "transpose" and e.invars[0].ty.shape == (7, 5)
                    for e in sunk.eqns)
-    mm = [s for s in exe.plan.steps if isinstance(s, fuse.MatmulStep)]
+    mm = [s for s in exe.plan.steps if isinstance(s, steps.MatmulStep)]
     assert len(mm) == 1 and mm[0].out.ty.shape == (5, 7)
     np.testing.assert_allclose(exe([a, b, c])[0], _interpret(f, a, b, c), rtol=1e-13)
 
@@ -237,9 +238,9 @@ def test_mlp_step_updates_weights_in_the_matmul_epilogue():
     t = np.eye(5, dtype=f32)[rng.integers(0, 5, 16)]
     args = (W1, b1, W2, b2, x, t)
     exe = _plan_of(_mlp_step, *args)
-    loops = [s for s in exe.plan.steps if isinstance(s, fuse.LoopGroup)]
+    loops = [s for s in exe.plan.steps if isinstance(s, steps.LoopGroup)]
     assert not [s for s in loops if s.shape in ((40, 24), (24, 5))]   # no separate update pass
-    epis = [s for s in exe.plan.steps if isinstance(s, fuse.MatmulStep) and s.epilogue]
+    epis = [s for s in exe.plan.steps if isinstance(s, steps.MatmulStep) and s.epilogue]
     assert {s.epilogue.result.ty.shape for s in epis} >= {(40, 24), (24, 5)}
     assert "epilogue" in exe.describe()
     got = exe(list(args))
@@ -268,11 +269,11 @@ def test_mlp_forward_bias_and_tanh_in_the_matmul_epilogue():
     args = (W1, b1, W2, b2, x, t)
     exe = _plan_of(_mlp_step, *args)
     x_var = exe.graph.invars[4]
-    fwd = [s for s in exe.plan.steps if isinstance(s, fuse.MatmulStep)
+    fwd = [s for s in exe.plan.steps if isinstance(s, steps.MatmulStep)
            and s.out.ty.shape == (16, 24) and exe.plan.view_of(s.eqn.invars[0]).base is x_var]
     assert len(fwd) == 1 and fwd[0].epilogue is not None
     assert [e.prim.name for e in fwd[0].epilogue.eqns] == ["add", "tanh"]
-    loops = [s for s in exe.plan.steps if isinstance(s, fuse.LoopGroup) and s.shape == (16, 24)]
+    loops = [s for s in exe.plan.steps if isinstance(s, steps.LoopGroup) and s.shape == (16, 24)]
     assert len(loops) == 1                                  # the backward loop only
     assert "integer_pow" in [e.prim.name for e in loops[0].eqns]   # 1 - h**2 recomputed there
     got = exe(list(args))
@@ -299,7 +300,7 @@ def test_matmul_epilogue_operands(dtype, m, k, n):
 
     args = (A, B, bias, col, C, s)
     exe = _plan_of(f, *args)
-    assert [type(s) for s in exe.plan.steps] == [fuse.MatmulStep]
+    assert [type(s) for s in exe.plan.steps] == [steps.MatmulStep]
     got = exe(list(args))[0]
     want = np.tanh(A @ B + bias) * col - s * C
     tol = 1e-12 if dtype == np.float64 else 1e-5
@@ -315,7 +316,7 @@ def test_no_epilogue_when_the_product_is_read_twice():
         return p + 1.0, np.sum(p)
 
     exe = _plan_of(f, A, B)
-    assert not [s for s in exe.plan.steps if isinstance(s, fuse.MatmulStep) and s.epilogue]
+    assert not [s for s in exe.plan.steps if isinstance(s, steps.MatmulStep) and s.epilogue]
     got = exe([A, B])
     np.testing.assert_allclose(got[0], A @ B + 1.0)
     np.testing.assert_allclose(got[1], np.sum(A @ B))

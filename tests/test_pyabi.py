@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 from llvmlite import ir
 
-from tracejit.backend import jit, pyabi
-from tracejit.backend import pyabi_dispatch as pd
+from tracejit.backend.engine import jit
+from tracejit.backend.runtime import pyabi, pyobj
+from tracejit.backend.runtime import pyabi_dispatch as pd
 
 i32, i64, ptr = ir.IntType(32), ir.IntType(64), ir.PointerType()
 f32, f64 = ir.FloatType(), ir.DoubleType()
@@ -132,7 +133,7 @@ def sample(dtype, shape, seed):
 
 
 def test_native_path_enabled():
-    assert pyabi.NATIVE_OK, pyabi.NATIVE_DISABLED_REASON
+    assert pyobj.NATIVE_OK, pyobj.NATIVE_DISABLED_REASON
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -440,7 +441,7 @@ def test_methods_refuse_foreign_objects():
 
 
 def test_disabled_native_path_uses_python_entries(monkeypatch):
-    monkeypatch.setattr(pyabi, "NATIVE_OK", False)
+    monkeypatch.setattr(pyobj, "NATIVE_OK", False)
     T = pd.make_dispatch_type("SlowJit", JitMethods)
     assert not T.__flags__ & (1 << 11)
     spec = arr_spec("float64", (3,), n_out=2)

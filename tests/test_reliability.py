@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import tracejit as tj
-from tracejit.backend import diskcache, jit
+from tracejit.backend.engine import diskcache, jit
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -40,7 +40,7 @@ USER = """
 import json, sys
 import numpy as np
 import tracejit as tj
-from tracejit.backend import jit
+from tracejit.backend.engine import jit
 tj.config.cache_dir = {cache_dir!r}
 base = dict(jit.stats)
 x = np.arange(5.0)
@@ -220,7 +220,7 @@ def test_concurrent_key_creation_agrees(tmp_path):
     d = tmp_path / "race"
     code = f"""
     import json, os
-    from tracejit.backend import diskcache
+    from tracejit.backend.engine import diskcache
     name = "k%d.o" % os.getpid()
     diskcache.write_entry(os.path.join({str(d)!r}, name), name[:-2], [], b"x")
     print(json.dumps(name))
@@ -331,7 +331,7 @@ def test_bad_config_value_raises_and_keeps_the_old_one(name, bad, error):
 
 
 def test_while_limit_stays_consistent_with_native_code():
-    from tracejit.backend import control
+    from tracejit.backend.emit import control
 
     def body(c):
         return c + 1
@@ -475,9 +475,12 @@ def test_a_failing_compile_does_not_strand_waiting_threads(busy_switching):
 
 def _backend_locks():
     """Every module-level lock of the backend that may be held around a compile, by name."""
-    from tracejit.backend import blas, executable, mathlib, pyabi_dispatch, threads, tiers
+    from tracejit.backend.engine import threads
+    from tracejit.backend.mathlib import library as mathlib
+    from tracejit.backend.matmul import blas
+    from tracejit.backend.runtime import executable, pyabi_dispatch, tiers
     return {"jit._lock": jit._lock, "executable._modules_lock": executable._modules_lock,
-            "mathlib._lock": mathlib._lock, "threads._lock": threads._lock,
+            "library._lock": mathlib._lock, "threads._lock": threads._lock,
             "blas._lock": blas._lock, "pyabi_dispatch._lock": pyabi_dispatch._lock,
             "tiers._worker_lock": tiers._worker_lock,
             "diskcache._stats_lock": diskcache._stats_lock}
@@ -591,7 +594,7 @@ def test_compiled_modules_do_not_keep_their_ir():
     for the life of the process: ~50 KB of a 200-instruction module; 102 -> 54 KB measured)."""
     out = _python("""
     import ctypes, gc, json, os
-    from tracejit.backend import jit
+    from tracejit.backend.engine import jit
 
     def rss():
         with open("/proc/self/statm") as f:

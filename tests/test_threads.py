@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from llvmlite import ir
 
-from tracejit.backend import jit, threads
+from tracejit.backend.engine import jit, threads
 
 i64, ptr = ir.IntType(64), ir.PointerType()
 
@@ -163,7 +163,7 @@ def test_declare_in_other_module():
 _CHILD = """
 import os, sys, numpy as np
 sys.path.insert(0, {root!r}); sys.path.insert(0, {tests!r})
-from tracejit.backend import threads
+from tracejit.backend.engine import threads
 print(threads.get_num_threads())
 import test_threads as t
 counts, _ = t.run_count(1000, 4)

@@ -1,4 +1,4 @@
-"""The hot tier (``backend/tiers.py``): a math-heavy signature is recompiled with the math
+"""The hot tier (``backend/runtime/tiers.py``): a math-heavy signature is recompiled with the math
 bodies inlined at O1 once its calls have run long enough, and switches to that kernel without
 changing a bit of any result (no fast-math; explicit fma in both tiers)."""
 import gc
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import tracejit as tj
-from tracejit.backend import tiers
-from tracejit.backend import jit as jitmod
+from tracejit.backend.runtime import tiers
+from tracejit.backend.engine import jit as jitmod
 
 
 def jit(fun):
@@ -193,7 +193,7 @@ def test_foreground_compiles_while_the_background_compiles(monkeypatch):
 
 _DISK = """
 import numpy as np, tracejit as tj
-from tracejit.backend import jit as j
+from tracejit.backend.engine import jit as j
 f = tj.jit(lambda x, y: np.tanh(x) * np.exp(-0.5 * y * y) + x * y / (1 + x * x))
 x = np.linspace(-2, 2, 5000)
 r = f(x, x)

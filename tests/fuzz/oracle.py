@@ -21,7 +21,7 @@ import numpy as np
 
 import tracejit as tj
 from tracejit import errors
-from tracejit.backend import threads
+from tracejit.backend.engine import threads
 
 from . import gen, rules
 from .transforms import build_cases

@@ -1,38 +1,40 @@
 """The LLVM backend: graph -> fused, vectorised, multi-core native code.
 
-Pipeline (one module per stage, imports flow downwards):
+Pipeline; each part imports only the parts listed before it (tests/test_import_layout.py):
 
-- ``fuse.py``      partition: views (broadcast/transpose/slice/rev/reshape/iota cost nothing),
-                   loop groups (elementwise chains + take + reduction sinks, one loop nest each),
-                   matmul steps, scan steps, copy groups (concatenate/pad), NumPy fallbacks;
-                   cycle-free joins, topological schedule, output aliasing.
-- ``buffers.py``   slots (inputs, outputs, constants, temporaries, fallback results) and one
-                   temporary arena per call planned from liveness.
-- ``emit_ops.py``  elementwise lowering table keyed by primitive name (real and complex).
-- ``emit_loops.py`` one loop nest per group: dim collapsing, explicit <VL x T> vector code,
-                   U-way interleave, masked tails, reductions (documented order), thread split.
-- ``emit_memory.py`` loads/stores/gathers/scatters, complex pairs, bounds-checked take,
-                   argmax/argmin accumulators.
-- ``emit_scan.py`` cumsum/cumprod. ``emit_steps.py`` segments ``i32 @seg(ptr slots)``, matmul
-                   calls (``matmul.py``), the ``i32 @kernel(ptr bufs)`` wrapper (pyabi contract).
-- ``control.py``   cond/while/scan/while_record as native loops with compiled sub-graphs;
-                   ``control_fallback.py`` the same driven from Python (sub-graphs compiled).
-- ``stacks.py``    stacks (run-time leading dimension): descriptors, the growable tape of a
-                   while_record, ownership, NumPy arrays in and out.
-- ``executable.py`` ``compile_graph(graph) -> Executable``: compile, run (native or hybrid),
-                   ``llvm_ir``, ``asm()``, ``memory_analysis()``, ``describe()``,
-                   ``native_entry()`` (a pyabi METH_FASTCALL entry for ``FastDispatch``).
-- ``tiers.py``     the hot tier: math-heavy signatures recompiled (math inlined, O1) in a
-                   background thread once their calls have run long enough.
-
-Only ``jit.py`` touches ``llvmlite.binding``.
+- ``abi.py``       the contract of native code with Python: error bits, stack descriptors.
+- ``plan/``        Graph -> Plan, pure data (no llvmlite). ``partition.py``: views
+                   (broadcast/transpose/slice/rev/reshape/iota cost nothing; ``views.py``),
+                   then one step per equation or group, each kind with its record and legality
+                   test in ``steps.py`` (loop groups of elementwise chains + gathers + reduction
+                   sinks, matmuls, scans, argmax, scatters, native control flow, NumPy
+                   fallbacks; ``lowering.py`` names what the emitters can lower), view sinking
+                   first (``sinkviews.py``), row and epilogue fusion last (``rowfuse.py``,
+                   ``epilogue.py``); cycle-free joins, topological schedule, output aliasing.
+                   ``buffers.py``: slots and one arena per call from liveness.
+- ``engine/``      ``jit.py`` (the only module that touches ``llvmlite.binding``: host target,
+                   compile, symbols), ``diskcache.py``, ``threads.py`` (the native pool).
+- ``mathlib/``     the vector math library;  ``matmul/``: tiled kernels and BLAS.
+- ``emit/``        Plan -> LLVM IR, one emitter per step kind: ``loops.py`` (dim collapsing,
+                   ``<VL x T>`` code, U-way interleave, masked tails, reductions in a documented
+                   order, thread split), ``rowfuse.py``, ``scan.py``, ``arg.py``, ``scatter.py``,
+                   ``control.py`` (cond/while/scan/while_record around sub-graph segments),
+                   ``epilogue.py``; elementwise rules ``ops.py`` / ``complex.py`` (``rules.py``
+                   picks one), ``memory.py``; ``segment.py``: ``i32 @seg(ptr slots)``, matmul
+                   calls and the ``i32 @kernel(ptr bufs)`` wrapper (pyabi contract);
+                   ``stacks.py`` (run-time leading dimensions), ``interrupt.py`` (Ctrl-C).
+- ``runtime/``     ``executable.py``: ``compile_graph(graph) -> Executable`` (native or
+                   hybrid runs, ``llvm_ir``, ``asm()``, ``memory_analysis()``, ``describe()``,
+                   ``native_entry()``); ``control_fallback.py``, ``stack_arrays.py``; native
+                   entries ``pyobj.py`` / ``pyabi.py`` / ``pyabi_reuse.py`` and the dispatch
+                   type ``pyabi_dispatch.py``; ``tiers.py`` (the hot tier: math inlined, O1).
 """
 from __future__ import annotations
 
 
 def compile_graph(graph):
     """Compile ``graph`` to one native module (NumPy fallback for equations without lowering)."""
-    from .executable import compile_graph as _compile
+    from .runtime.executable import compile_graph as _compile
     return _compile(graph)
 
 

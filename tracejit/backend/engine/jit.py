@@ -1,0 +1,469 @@
+"""The one module that imports ``llvmlite.binding``: host target machine, optimisation pipeline,
+one process-wide MCJIT engine, symbol registration and assembly printing.
+
+Invariants (llvmlite 0.50 / LLVM 22 pitfalls, see shared/reference notes):
+- never call ``llvm.initialize()`` (it raises); only the native target and asm printer are set up;
+- one execution engine per TargetMachine: the engine owns ``_engine_tm``; pass building and asm
+  printing use separate TargetMachines;
+- every entry point name is unique (the engine silently keeps the latest definition of a name);
+- every external declaration must resolve before code runs (an unresolved symbol segfaults on the
+  first call), so ``compile_ir`` checks them.
+
+The on-disk object cache (``config.cache_dir`` / TRACEJIT_CACHE_DIR) keys object code by
+``cache_key(ir_text)``: a hash of the LLVM IR, the host CPU name and features, the llvmlite and
+tracejit versions and the optimisation level, so a stale entry is never looked up; library code
+(``compile_library``) is kept in ``config.library_cache_dir`` the same way. What is loaded is
+trusted like compiled code, so ``diskcache.py`` accepts only entries in directories of the
+current user, opened without following links or blocking, authenticated with a per-directory
+secret key and bound to their cache key and defined symbols; anything else is counted, removed
+and recompiled.
+"""
+from __future__ import annotations
+
+import os
+import re
+import threading
+
+import llvmlite
+import llvmlite.binding as llvm
+
+from ...config import config
+from . import diskcache
+from .diskcache import stats
+
+try:    # the BLAKE2 that hashlib re-exports; importing hashlib would also load OpenSSL (~2.5 ms)
+    from _blake2 import blake2b as _blake2b
+except ImportError:  # pragma: no cover - a Python without the builtin module
+    from hashlib import blake2b as _blake2b
+
+llvm.initialize_native_target()
+llvm.initialize_native_asmprinter()
+
+
+def new_hash(data: bytes = b""):
+    """A 32-byte content hash (BLAKE2b): cache keys, entry checksums, content-derived names."""
+    return _blake2b(data, digest_size=32)
+
+_lock = threading.RLock()
+_engine = None
+_counter = 0
+
+# ---------------------------------------------------------------------------------------------
+# fork safety: a child process inherits locks in the state they were in at fork, held by
+# threads that do not exist in the child. So before fork the forking thread takes every
+# process-wide lock of the backend (the registered ones, outermost first, then ``_lock``, then
+# llvmlite's own lock, which every call into LLVM holds: no thread is inside LLVM at fork; then
+# the disk cache's counter lock), and releases them in parent and child after it.
+
+_fork_locks: list = []
+
+
+def register_fork_lock(lock) -> None:
+    """Have ``os.fork`` take ``lock`` before forking and release it after, in the parent and
+    the child. For module-level locks that may be held around calls into this module (they are
+    taken in registration order, before ``_lock``; none may be taken while holding a later
+    one). Every process-wide lock of the backend is registered."""
+    _fork_locks.append(lock)
+
+
+def _llvm_lock():
+    """llvmlite's lock around the LLVM C API (``ffi.lib._lock``: a ``_LLVMLock`` wrapping an
+    RLock; private, hence the fallback to none)."""
+    return getattr(getattr(getattr(llvm.ffi, "lib", None), "_lock", None), "_lock", None)
+
+
+def _fork_order():
+    # outermost first; the stats lock is a leaf taken under _lock, so it comes last
+    return (*_fork_locks, _lock, _llvm_lock(), diskcache._stats_lock)
+
+
+def _before_fork():
+    for lock in _fork_order():
+        if lock is not None:
+            lock.acquire()
+
+
+def _after_fork():
+    for lock in reversed(_fork_order()):
+        if lock is not None:
+            lock.release()
+
+
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork,
+                    after_in_child=_after_fork)
+
+
+_host = None
+
+
+def host_cpu():
+    """(cpu name, feature string) of the host, used for target machines and cache keys (asked
+    once per process: LLVM rebuilds the feature map on every call, ~0.3 ms)."""
+    global _host
+    if _host is None:
+        _host = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+    return _host
+
+
+def _target_machine(opt=3):
+    cpu, features = host_cpu()
+    target = llvm.Target.from_default_triple()
+    return target.create_target_machine(cpu=cpu, features=features, opt=opt, jit=True)
+
+
+_pass_tm = None
+_asm_tm = None
+
+
+def triple():
+    return llvm.get_process_triple()
+
+
+_data_layout = None
+
+
+def data_layout():
+    """The host data layout (from the opt-0 TargetMachine, which the default tier needs anyway;
+    every TargetMachine of the host has the same layout)."""
+    global _data_layout
+    if _data_layout is None:
+        _data_layout = str(_fast_tm().target_data)
+    return _data_layout
+
+
+def _get_engine():
+    global _engine
+    if _engine is None:
+        empty = llvm.parse_assembly("")
+        empty.triple = triple()
+        _engine = llvm.create_mcjit_compiler(empty, _target_machine())
+        _engine.set_object_cache(_cache_notify, _cache_getbuffer)
+    return _engine
+
+
+# ---------------------------------------------------------------------------------------------
+# on-disk object cache (the trust model, file handling and authentication: diskcache.py)
+
+_pending: dict[str, tuple] = {}   # module name -> (path, key, symbols, cached object or None)
+_DEFINED = re.compile(r'^define [^@]*@"?([^"(\s]+)"?\(|^@"?([^"\s]+)"? = (?!external )', re.M)
+
+
+def cache_key(llvm_ir_text: str, opt: int = 1) -> str:
+    """Content key of a module's object code on this host and these versions."""
+    from ... import __version__
+    cpu, features = host_cpu()
+    h = new_hash()
+    for part in (llvm_ir_text, cpu, features, llvmlite.__version__, __version__, str(opt)):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+def defined_symbols(llvm_ir_text: str) -> list:
+    """Names of the functions and globals an LLVM module defines, read from its text (an entry
+    is bound to them). From the text: walking the module costs ctypes calls per function."""
+    return sorted({a or b for a, b in _DEFINED.findall(llvm_ir_text)})
+
+
+def _cache_getbuffer(module):
+    pending = _pending.get(module.name)
+    return pending[3] if pending is not None else None
+
+
+def _cache_notify(module, obj: bytes):
+    pending = _pending.get(module.name)
+    if pending is not None and pending[3] is None:
+        _write_entry(pending[0], obj, pending[1], pending[2])
+
+
+def _read_entry(path, key=None, symbols=None):
+    """The authenticated object bytes of the cache entry at ``path`` for ``key`` (default: the
+    file name's stem) and ``symbols``, or None; a refused entry is counted and removed."""
+    if key is None:
+        key = os.path.splitext(os.path.basename(path))[0]
+    return diskcache.read_entry(path, key, symbols)
+
+
+def _write_entry(path, obj: bytes, key=None, symbols=None) -> None:
+    """Store ``obj`` at ``path``, authenticated and bound to ``key`` and ``symbols``."""
+    if key is None:
+        key = os.path.splitext(os.path.basename(path))[0]
+    diskcache.write_entry(path, key, symbols, obj)
+
+
+_source_hashes: dict = {}
+
+
+def source_key(*sources) -> str:
+    """Hash of source files (modules or paths): library code's part of a library cache key."""
+    paths = tuple(getattr(m, "__file__", m) for m in sources)
+    key = paths
+    h = _source_hashes.get(key)
+    if h is None:
+        d = new_hash()
+        for path in paths:
+            with open(path, "rb") as f:
+                d.update(f.read())
+        h = _source_hashes[key] = d.hexdigest()
+    return h
+
+
+def compile_library(name: str, build, source: str, opt: int = 1) -> bool:
+    """Add tracejit's own library code (vector math, the thread pool) to the process.
+
+    ``build()`` returns the module (``ir.Module`` or text) and is called only on a cache miss;
+    ``source`` identifies the generating code (``source_key``). The object code is kept in
+    ``config.library_cache_dir`` keyed by name, source, host CPU and features, libc, llvmlite
+    and tracejit versions and opt level, and loaded with ``add_object_file`` (about 1 ms instead
+    of 20-100 ms of codegen). Returns True when the object came from the cache."""
+    from ... import __version__
+    libc = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else ""
+    cpu, features = host_cpu()
+    h = new_hash()
+    for part in (name, source, cpu, features, libc or "", llvmlite.__version__, __version__,
+                 str(opt)):
+        h.update(part.encode())
+        h.update(b"\0")
+    directory = config.library_cache_dir
+    key = f"{name}-{h.hexdigest()[:24]}"
+    path = os.path.join(directory, key + ".o") if directory else None
+    with _lock:
+        def emit():
+            text = str(build())
+            mod = parse(text)
+            mod.triple = triple()
+            mod.data_layout = data_layout()
+            optimize(mod, opt)
+            return _object_tm().emit_object(mod), defined_symbols(text)
+
+        # the symbols of library code are known only after build(): an entry is bound to its
+        # key (name, source hash, host, versions), and records its symbols
+        return _add_object(_get_engine(), path, key, None, emit, "lib_")
+
+
+def _add_object(engine, path, key, symbols, emit, counter=""):
+    """Add object code to the engine: the authenticated entry at ``path`` for ``key`` and
+    ``symbols`` if there is one, else ``emit()`` -> (object, symbols), written to ``path``.
+    Counts ``{counter}loaded`` / ``{counter}compiled``; returns whether it was loaded."""
+    obj = _read_entry(path, key, symbols) if path else None
+    loaded = obj is not None
+    if not loaded:
+        obj, symbols = emit()
+        if path:
+            _write_entry(path, obj, key, symbols)
+    diskcache.count(counter + ("loaded" if loaded else "compiled"))
+    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+    engine.finalize_object()
+    return loaded
+
+
+_obj_tm = None
+
+
+def _object_tm():
+    """A TargetMachine like the engine's (JIT code model) for emitting library objects."""
+    global _obj_tm
+    if _obj_tm is None:
+        _obj_tm = _target_machine()
+    return _obj_tm
+
+
+def unique_name(prefix: str) -> str:
+    """A process-unique symbol name (MCJIT keeps only the latest definition of a name)."""
+    global _counter
+    with _lock:
+        _counter += 1
+        return f"{prefix}_{_counter}"
+
+
+def add_symbol(name: str, address: int) -> None:
+    """Make ``name`` resolve to ``address`` for modules compiled after this call."""
+    llvm.add_symbol(name, address)
+
+
+def address_of_symbol(name: str):
+    _get_engine()
+    return llvm.address_of_symbol(name)
+
+
+def optimize(mod, level: int = 1, tm=None) -> None:
+    """Run the new-pass-manager pipeline at ``level`` (O1 is enough for explicit vector IR)."""
+    global _pass_tm
+    if level <= 0:
+        return
+    if tm is None:
+        if _pass_tm is None:
+            _pass_tm = _target_machine()
+        tm = _pass_tm
+    pto = llvm.create_pipeline_tuning_options(level)
+    pto.loop_vectorization = level >= 2
+    pto.slp_vectorization = False
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+
+
+def parse(llvm_ir: str):
+    mod = llvm.parse_assembly(str(llvm_ir))
+    mod.verify()
+    return mod
+
+
+def compile_ir(llvm_ir, opt: int = 1, cacheable: bool = False):
+    """Parse, verify, optimise and add an LLVM module to the process engine.
+
+    ``llvm_ir`` is an ``llvmlite.ir.Module`` or its text. Returns the binding module (no longer
+    owned by the engine: its code stays loaded, its IR is freed with it). Raises RuntimeError
+    naming any external symbol that does not resolve.
+    ``cacheable``: the module's symbol names are derived from its content (not from a process
+    counter), so its object code may be stored in and loaded from ``config.cache_dir``.
+    ``opt=0`` is the fast tier: no optimisation pipeline and FastISel code generation (the
+    explicit vector IR of fused loops runs as fast as at O1, and compiles 3-5x faster).
+    """
+    text = str(llvm_ir)
+    with _lock:
+        engine = _get_engine()
+        mod = parse(text)
+        mod.triple = triple()
+        mod.data_layout = data_layout()
+        cached = None
+        if cacheable and config.cache_dir and opt > 0:
+            # MCJIT asks _cache_getbuffer for the object while adding the module: it gets the
+            # entry read and authenticated here, so a refused one is recompiled optimised
+            key = cache_key(text, opt)
+            mod.name = key
+            path = os.path.join(config.cache_dir, key + ".o")
+            symbols = defined_symbols(text)
+            cached = _read_entry(path, key, symbols)
+            _pending[key] = (path, key, symbols, cached)
+        if cached is None:
+            optimize(mod, opt)           # a cached object skips the pipeline and codegen
+        for fn in mod.functions:
+            if fn.is_declaration and not fn.name.startswith("llvm."):
+                if llvm.address_of_symbol(fn.name) is None:
+                    raise RuntimeError(f"tracejit: unresolved external function {fn.name!r}")
+        for gv in mod.global_variables:
+            if gv.is_declaration and llvm.address_of_symbol(gv.name) is None:
+                raise RuntimeError(f"tracejit: unresolved external global {gv.name!r}")
+        if opt <= 0:
+            return _add_fast(engine, mod, text, cacheable)
+        try:
+            engine.add_module(mod)
+            engine.finalize_object()
+        finally:
+            _pending.pop(mod.name, None)
+        diskcache.count("compiled" if cached is None else "loaded")
+        engine.run_static_constructors()
+        # The machine code stays loaded (MCJIT's memory manager owns it and the symbols stay
+        # in its table), but the IR need not: removing the module returns it to Python, which
+        # frees it with the ModuleRef (measured: 102 -> 54 KB per module of 200 instructions).
+        engine.remove_module(mod)
+        return mod
+
+
+def _add_fast(engine, mod, text, cacheable):
+    """opt 0, the fast tier: no pipeline, FastISel codegen (``emit_object`` with an opt-0
+    TargetMachine) and ``add_object_file``; the object is cached like any other."""
+    path = key = symbols = None
+    if cacheable and config.cache_dir:
+        key = cache_key(text, 0)
+        path = os.path.join(config.cache_dir, key + ".o")
+        symbols = defined_symbols(text)
+    _add_object(engine, path, key, symbols, lambda: (_fast_tm().emit_object(mod), symbols))
+    return mod
+
+
+_EXTERNAL = re.compile(r'^(declare) [^@]*@"?([^"(\s]+)"?\(|^@"?([^"\s]+)"? = external global',
+                       re.M)
+_private = threading.local()       # per thread: (pass TargetMachine, object TargetMachine)
+
+
+def compile_private(llvm_ir, opt: int = 1, cacheable: bool = False) -> None:
+    """``compile_ir`` for a background thread (the hot tier, ``tiers.py``): the module is
+    parsed into a private LLVM context and optimised and code-generated with this thread's own
+    TargetMachines, without ``_lock``; only adding the object to the engine takes it. So a
+    compile in the foreground waits for one LLVM call at most (llvmlite serialises its calls
+    with a lock of its own), not for this whole compile. The object is cached on disk like
+    ``compile_ir``'s (``cacheable``), under ``cache_key(text, opt)``."""
+    text = str(llvm_ir)
+    tms = getattr(_private, "tms", None)
+    if tms is None:
+        tms = _private.tms = (_target_machine(), _target_machine())
+    _get_engine()                       # symbol lookup needs an engine
+    path = key = symbols = None
+    if cacheable and config.cache_dir:
+        key = cache_key(text, opt)
+        path = os.path.join(config.cache_dir, key + ".o")
+        symbols = defined_symbols(text)
+    obj = _read_entry(path, key, symbols) if path else None
+    loaded = obj is not None
+    if not loaded:
+        context, mod = llvm.create_context(), None
+        try:
+            mod = llvm.parse_assembly(text, context=context)
+            mod.verify()
+            mod.triple = triple()
+            mod.data_layout = data_layout()
+            # externals from the text: walking the module would be a few ctypes calls per
+            # function, and each one re-takes the GIL (up to 5 ms when the foreground is busy)
+            for kind, fn_name, gv_name in set(_EXTERNAL.findall(text)):
+                name = fn_name or gv_name
+                if not name.startswith("llvm.") and llvm.address_of_symbol(name) is None:
+                    what = "function" if kind else "global"
+                    raise RuntimeError(f"tracejit: unresolved external {what} {name!r}")
+            optimize(mod, opt, tms[0])
+            obj = tms[1].emit_object(mod)
+        finally:
+            if mod is not None:
+                mod.close()             # before its context
+            context.close()
+        if path:
+            _write_entry(path, obj, key, symbols)
+    with _lock:
+        diskcache.count("loaded" if loaded else "compiled")
+        engine = _get_engine()
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        engine.finalize_object()
+
+
+_fast_tm_ = None
+
+
+def _fast_tm():
+    global _fast_tm_
+    if _fast_tm_ is None:
+        _fast_tm_ = _target_machine(opt=0)
+    return _fast_tm_
+
+
+def function_address(name: str) -> int:
+    """Address of a compiled function (after ``compile_ir``)."""
+    with _lock:
+        addr = _get_engine().get_function_address(name)
+    if not addr:
+        raise RuntimeError(f"tracejit: no compiled function named {name!r}")
+    return addr
+
+
+def global_address(name: str) -> int:
+    with _lock:
+        return _get_engine().get_global_value_address(name)
+
+
+def emit_assembly(llvm_ir, opt: int = 1) -> str:
+    """Assembly text for a module (compiled separately; nothing is added to the engine)."""
+    global _asm_tm
+    if _asm_tm is None:
+        _asm_tm = _target_machine()
+    mod = parse(llvm_ir)
+    mod.triple = triple()
+    mod.data_layout = data_layout()
+    optimize(mod, opt)
+    return (_fast_tm() if opt <= 0 else _asm_tm).emit_assembly(mod)
+
+
+def optimized_ir(llvm_ir, opt: int = 1) -> str:
+    mod = parse(llvm_ir)
+    mod.triple = triple()
+    mod.data_layout = data_layout()
+    optimize(mod, opt)
+    return str(mod)

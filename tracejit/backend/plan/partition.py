@@ -1,0 +1,376 @@
+"""Partition a graph into steps: fused loop nests, matmuls, copies and NumPy fallbacks.
+
+The plan is a list of steps in execution order. Values live in *slots* (one data pointer each):
+graph inputs, constants, outputs, arena temporaries, and arrays produced by NumPy fallbacks.
+
+Invariants:
+- A var is either *computed in a loop* (a member of one ``LoopGroup``; it lives in registers and
+  is stored only when something outside the group reads it), a *view* (a ``View``: base slot var,
+  element offset and element strides; broadcast_in_dim, transpose, slice, rev, reshape of
+  contiguous data and iota are views and cost nothing), or *materialised* (owns a slot).
+- Every operand of a loop group that is not a member is read through a ``View`` (a "leaf").
+- Joining an equation to a group never creates a cycle between steps: the join is refused when
+  an operand depends (through any step) on the group itself. Steps run in a topological order
+  that keeps creation order where it can.
+- A stack (run-time leading dimension, ``emit/stacks.py``) is never a view, a loop member or a
+  copy: an equation reading or defining one is a ``ControlStep`` (``while_record``, a scan of
+  run-time length, or a stack passed as a constant) or a ``FallbackStep``.
+- Planning is pure: it reads the graph, the legality tests of ``steps.py`` (which read the
+  names and dtypes of ``lowering.py``) and one fact about the target, its vector width; it
+  never imports llvmlite or an emitter. The steps are carried out by ``emit/`` and
+  ``runtime/``.
+
+Step kinds: a ``LoopGroup`` holds elementwise equations (any real or complex dtype with a rule
+named in ``lowering.py``), ``take`` (gather, bounds-checked), reductions as *sinks*
+(sum/max/min/prod over any axes; argmax/argmin over an innermost axis), and stores; concatenate
+and pad become copy groups into one buffer (pad fills first). ``MatmulStep`` is a dot_general
+with one contracted axis, at most one free axis per side and mergeable batch axes. Everything
+else is a ``FallbackStep``: the primitive's NumPy impl (control flow: compiled sub-graphs, see
+``runtime/control_fallback.py``).
+After partitioning, ``rowfuse.py`` and ``epilogue.py`` merge steps (row-wise matvec pairs,
+matmul epilogues) before the execution order is fixed.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir import Eqn, Literal, Type, Var
+from .epilogue import fuse_epilogues
+from .rowfuse import fuse_rowwise
+from .sinkviews import sink_views
+from .steps import (ARG_PRIMS, REDUCE_PRIMS, ArgStep, ControlStep, EqnStep, FallbackStep,
+                    LoopGroup, MatmulStep, Plan, ScanStep, ScatterStep, can_lower,
+                    can_lower_arg, can_lower_arg_any, can_lower_scan, can_lower_scatter,
+                    can_lower_take, matmul_layout, step_reads, touches_stack)
+from .views import VIEW_PRIMS, View, unit_reshape
+
+
+
+def _can_join(plan: Plan, group: LoopGroup, eqn, operands) -> bool:
+    gathered = eqn.invars[0] if eqn.prim.name == "take" else None
+    for a in operands:
+        # a member is read at the loop's own index; take reads its operand at other indices,
+        # so that operand must be stored by an earlier step, never computed in this loop
+        if isinstance(a, Literal) or (plan.member_of.get(id(a)) is group and a is not gathered):
+            continue
+        p = plan.step_of(a)
+        if p is None:
+            continue
+        if p is group or plan.depends_on(p, group):
+            return False
+
+    return True
+
+
+def _place_in_loop(plan: Plan, eqn, shape, operands, last_by_shape) -> LoopGroup:
+    candidates = [plan.member_of[id(a)] for a in operands
+                  if isinstance(a, Var) and id(a) in plan.member_of
+                  and plan.member_of[id(a)].shape == shape]
+    if shape in last_by_shape:
+        candidates.append(last_by_shape[shape])
+    for g in candidates:
+        if _can_join(plan, g, eqn, operands):
+            return g
+    g = plan.new(LoopGroup, shape)
+    last_by_shape[shape] = g
+    return g
+
+
+def partition(graph, vector_bytes: int) -> Plan:
+    """Assign every equation of ``graph`` to a step (see the module docstring); the target's
+    vector register width (``vector_bytes``) is the one fact about the machine planning reads."""
+    plan = Plan(sink_views(graph), vector_bytes)   # slices/pads/transposes of computed values sunk
+    graph = plan.graph
+    last_by_shape: dict = {}
+    for eqn in graph.eqns:
+        name = eqn.prim.name
+        ins, outs = eqn.invars, eqn.outvars
+        if touches_stack(eqn) and eqn.prim.kind != "control":
+            _fallback(plan, eqn)                 # loops, views and copies need static shapes
+            continue
+        if name in VIEW_PRIMS and isinstance(ins[0], (Var, Literal)) and \
+                plan.member_of.get(id(ins[0])) is None:
+            plan.views[id(outs[0])] = plan.view_of(ins[0]).compose(name, eqn.params, outs[0].ty)
+            continue
+        if name in VIEW_PRIMS and id(ins[0]) in plan.member_of:
+            # a view of a loop member: the member gets stored (finish) and this is a view of it
+            plan.views[id(outs[0])] = View.whole(ins[0]).compose(name, eqn.params, outs[0].ty)
+            continue
+        if name == "reshape" and isinstance(ins[0], Var) and id(ins[0]) not in plan.member_of \
+                and (plan.view_of(ins[0]).contiguous() or
+                     unit_reshape(ins[0].ty.shape, outs[0].ty.shape)):
+            plan.views[id(outs[0])] = plan.view_of(ins[0]).compose("reshape", eqn.params,
+                                                                    outs[0].ty)
+            continue
+        if name == "reshape" and id(ins[0]) in plan.member_of:
+            plan.views[id(outs[0])] = View.whole(ins[0]).compose("reshape", eqn.params,
+                                                                 outs[0].ty)
+            continue
+        if name == "iota":
+            p = eqn.params
+            n = p["shape"][p["axis"]]
+            cvar = Var(Type(outs[0].ty.dtype, (n,)))
+            plan.extra_consts.append((cvar, np.arange(n, dtype=outs[0].ty.dtype)))
+            strides = [0] * len(p["shape"])
+            strides[p["axis"]] = 1
+            plan.views[id(outs[0])] = View(cvar, 0, strides, p["shape"], outs[0].ty.dtype)
+            continue
+        if eqn.prim.kind == "elementwise" and can_lower(eqn):
+            g = _place_in_loop(plan, eqn, outs[0].ty.shape, ins, last_by_shape)
+            plan.add_preds(g, ins)
+            g.eqns.append(eqn)
+            g.members.add(id(outs[0]))
+            plan.member_of[id(outs[0])] = g
+            continue
+        if name == "take" and can_lower_take(eqn) and \
+                not isinstance(plan.view_of(ins[0]).base, Literal):   # gathers read a slot
+            g = _place_in_loop(plan, eqn, outs[0].ty.shape, ins, last_by_shape)
+            plan.add_preds(g, ins)
+            g.eqns.append(eqn)
+            g.members.add(id(outs[0]))
+            plan.member_of[id(outs[0])] = g
+            continue
+        if (name in REDUCE_PRIMS and can_lower(eqn)) or \
+                (name in ARG_PRIMS and can_lower_arg(eqn)):
+            g = _place_in_loop(plan, eqn, ins[0].ty.shape, ins, last_by_shape)
+            plan.add_preds(g, ins)
+            g.sinks.append(eqn)
+            g.writes.append(outs[0])
+            plan.producer[id(outs[0])] = g
+            continue
+        if name == "dot_general" and matmul_layout(plan, eqn) is not None:
+            step = plan.new(MatmulStep, eqn, plan.view_of(ins[0]), plan.view_of(ins[1]), outs[0])
+            plan.add_preds(step, ins)
+            step.writes.append(outs[0])
+            plan.producer[id(outs[0])] = step
+            continue
+        if name in ("cumsum", "cumprod") and isinstance(ins[0], Var) and \
+                isinstance(plan.view_of(ins[0]).base, Var) and can_lower_scan(eqn):   # reads a slot
+            step = plan.new(ScanStep, eqn)
+            plan.add_preds(step, ins)
+            step.writes.append(outs[0])
+            plan.producer[id(outs[0])] = step
+            continue
+        if name in ("concatenate", "pad") and _copies_ok(eqn):
+            _plan_copies(plan, eqn, last_by_shape)
+            continue
+        if name in ARG_PRIMS and can_lower_arg_any(plan, eqn):
+            step = plan.new(ArgStep, eqn)
+            plan.add_preds(step, ins)
+            step.writes.append(outs[0])
+            plan.producer[id(outs[0])] = step
+            continue
+        if name == "scatter" and can_lower_scatter(plan, eqn):
+            step = plan.new(ScatterStep, eqn)
+            plan.add_preds(step, ins)
+            step.writes.append(outs[0])
+            plan.producer[id(outs[0])] = step
+            continue
+        if eqn.prim.kind == "control":
+            subs = plan_subgraphs(plan, eqn)
+            if subs is not None:
+                eqn = contiguous_operands(plan, eqn)
+                step = plan.new(ControlStep, eqn, subs)
+                plan.add_preds(step, eqn.invars)
+                for v in outs:
+                    step.writes.append(v)
+                    plan.producer[id(v)] = step
+                continue
+        _fallback(plan, eqn)
+    _finish(plan)
+    return plan
+
+
+def contiguous_operands(plan, eqn):
+    """``eqn`` reading a contiguous copy (a copy loop into a new temporary) of each operand that
+    is a strided view: a control step lends its operands to sub-graphs as plain pointers.
+    Literals and broadcasts of literals stay as they are (the driver materialises them)."""
+    ins = []
+    for a in eqn.invars:
+        view = plan.view_of(a)
+        if isinstance(view.base, Literal) or view.contiguous():
+            ins.append(a)
+            continue
+        copy = Var(a.ty.strong())
+        g = plan.new(LoopGroup, a.ty.shape)
+        plan.add_preds(g, [a])
+        g.stores.append((a, View.whole(copy)))
+        g.writes.append(copy)
+        plan.producer[id(copy)] = g
+        ins.append(copy)
+    if all(x is y for x, y in zip(ins, eqn.invars)):
+        return eqn
+    return Eqn(eqn.prim, tuple(ins), eqn.outvars, eqn.params, eqn.source)
+
+
+def _fallback(plan, eqn):
+    step = plan.new(FallbackStep, eqn)
+    plan.add_preds(step, eqn.invars)
+    for v in eqn.outvars:
+        step.writes.append(v)
+        plan.producer[id(v)] = step
+
+
+def _subgraphs(eqn):
+    p = eqn.params
+    name = eqn.prim.name
+    if name == "cond":
+        return list(p["branches"])
+    if name in ("while", "while_record"):
+        return [p["cond"], p["body"]]
+    if name == "scan":
+        return [p["body"]]
+    return None
+
+
+def plan_subgraphs(plan, eqn):
+    """ControlStep legality: the partitioned sub-graphs of a control equation that can run
+    natively, else None. (Operands that are strided views are copied first, see
+    :func:`contiguous_operands`.)"""
+    graphs = _subgraphs(eqn)
+    if graphs is None:
+        return None
+    if eqn.prim.name == "scan" and eqn.params["length"] is not None and \
+            eqn.params["length"] > 0 and any(v.ty.shape[0] != eqn.params["length"] for v in
+                                             eqn.invars[eqn.params["n_consts"] +
+                                                        eqn.params["n_carry"]:]):
+        return None
+    subs = []
+    for g in graphs:
+        if any(t.dynamic for t in g.out_types):
+            return None          # a stack carried or returned by a branch: ownership moves
+        sub = partition(g, plan.vector_bytes)
+        if any(isinstance(s, FallbackStep) for s in sub.steps):
+            return None
+        subs.append(sub)
+    return subs
+
+
+def _copies_ok(eqn) -> bool:
+    """Copies move bytes: any dtype, except a complex pad value given as a literal."""
+    return not (eqn.prim.name == "pad" and isinstance(eqn.invars[1], Literal)
+                and eqn.invars[1].ty.dtype.kind == "c")
+
+
+def _plan_copies(plan: Plan, eqn, last_by_shape):
+    """concatenate / pad as native copies into one output buffer (fill first for pad)."""
+    out = eqn.outvars[0]
+    whole = View.whole(out)
+    if eqn.prim.name == "pad":
+        x, value = eqn.invars
+        fill = plan.new(LoopGroup, out.ty.shape)
+        plan.add_preds(fill, [value])
+        fill.stores.append((value, whole))
+        fill.writes.append(out)
+        plan.producer[id(out)] = fill
+        parts = [(x, tuple(eqn.params["lo"]))]
+        prev = fill
+    else:
+        axis, pos, parts, prev = eqn.params["axis"], 0, [], None
+        for x in eqn.invars:
+            start = [0] * out.ty.ndim
+            start[axis] = pos
+            parts.append((x, tuple(start)))
+            pos += x.ty.shape[axis]
+    for x, start in parts:
+        dst = View(out, sum(s * t for s, t in zip(start, whole.strides)), whole.strides,
+                   x.ty.shape, out.ty.dtype)
+        g = plan.new(LoopGroup, x.ty.shape)
+        plan.add_preds(g, [x])
+        if prev is not None:
+            g.preds.add(prev)
+        g.stores.append((x, dst))
+        g.writes.append(out)
+        if id(out) not in plan.producer:
+            plan.producer[id(out)] = g
+        prev = g
+    # every later reader must wait for the last piece
+    plan.producer[id(out)] = prev if prev is not None else plan.producer.get(id(out))
+    if prev is None:   # concatenate of nothing but empty pieces never happens (shape rule)
+        raise AssertionError("concatenate without operands")
+
+
+def _finish(plan: Plan):
+    """Decide stores, graph-output aliases and the execution order."""
+    graph = plan.graph
+    used_outside: dict = {}
+    for step in plan.steps:
+        if isinstance(step, LoopGroup):
+            for e in (*step.eqns, *step.sinks):
+                for a in e.invars:
+                    g = plan.member_of.get(id(a))
+                    if g is not None and g is not step:
+                        used_outside[id(a)] = a
+        elif isinstance(step, (MatmulStep, EqnStep)):
+            for a in step.eqn.invars:
+                if id(a) in plan.member_of:
+                    used_outside[id(a)] = a
+    for step in plan.steps:                  # copies (concatenate/pad pieces)
+        if isinstance(step, LoopGroup):
+            for a, _ in step.stores:
+                if isinstance(a, Var) and id(a) in plan.member_of:
+                    used_outside[id(a)] = a
+    for v in plan.views.values():            # views of members read the stored member
+        if isinstance(v.base, Var) and id(v.base) in plan.member_of:
+            used_outside[id(v.base)] = v.base
+    for a in graph.outvars:
+        if isinstance(a, Var) and id(a) in plan.member_of:
+            used_outside[id(a)] = a
+    for vid, var in used_outside.items():
+        g = plan.member_of[vid]
+        g.stores.append((var, View.whole(var)))
+        g.writes.append(var)
+        plan.producer[vid] = g
+    fuse_rowwise(plan)                       # X.T @ r(X @ a): one pass over X
+    fuse_epilogues(plan)                     # f(A @ B, ...) elementwise inside the matmul
+    # graph outputs: store directly into the output buffer when the var is produced natively,
+    # is contiguous and whole, and is not an input, constant or another output
+    final_copies = []
+    for j, a in enumerate(graph.outvars):
+        p = plan.step_of(a) if isinstance(a, Var) else None
+        view = plan.view_of(a)
+        base = view.base
+        native_base = isinstance(base, Var) and p is not None and \
+            not isinstance(p, FallbackStep) and view.is_whole() and id(base) not in \
+            plan.out_aliases
+        if native_base:
+            plan.out_aliases[id(base)] = j
+        elif isinstance(p, FallbackStep) and view.is_whole():
+            plan.py_outputs[j] = base         # returned as the NumPy array it is
+            continue
+        elif a.ty.dynamic:
+            continue                          # a stack input or a repeat: Executable copies
+        else:
+            final_copies.append((j, a))
+    for j, a in final_copies:
+        shape = a.ty.shape
+        g = plan.new(LoopGroup, shape)
+        plan.add_preds(g, [a])
+        dst_var = Var(Type(a.ty.dtype, shape))
+        plan.out_aliases[id(dst_var)] = j
+        g.stores.append((a, View.whole(dst_var)))
+        g.writes.append(dst_var)
+        plan.producer[id(dst_var)] = g
+        g.output_copy = j
+    _wire_view_preds(plan)
+    plan.steps = _toposort(plan.steps)
+
+
+def _wire_view_preds(plan: Plan):
+    for step in plan.steps:
+        plan.add_preds(step, step_reads(step))
+
+
+def _toposort(steps):
+    order, done = [], set()
+    remaining = list(steps)
+    while remaining:
+        for i, s in enumerate(remaining):
+            if all(id(p) in done for p in s.preds if p is not s):
+                order.append(s)
+                done.add(id(s))
+                del remaining[i]
+                break
+        else:
+            raise AssertionError("tracejit backend: cycle between fused steps")
+    return order

@@ -1,0 +1,288 @@
+"""The plan's records: one class per step kind, its legality test beside it, and the Plan.
+
+A step kind is defined here once: the record the partitioner fills in (``partition.py``), the
+test that says whether an equation may become that kind of step, and (in the docstring) the
+emitter that carries it out (``emit/<kind>.py``, which imports this module, never the reverse).
+
+| kind      | record         | legality                           | emitter               |
+|-----------|----------------|------------------------------------|-----------------------|
+| loop      | ``LoopGroup``  | :func:`can_lower` / ``_take`` / ``_arg`` | ``emit/loops.py``     |
+| rowmv     | ``rowfuse.RowMatvecGroup`` | ``rowfuse.fuse_rowwise``   | ``emit/rowfuse.py``   |
+| matmul    | ``MatmulStep`` | :func:`matmul_layout`              | ``emit/segment.py``   |
+| scan      | ``ScanStep``   | :func:`can_lower_scan`             | ``emit/scan.py``      |
+| arg       | ``ArgStep``    | :func:`can_lower_arg_any`          | ``emit/arg.py``       |
+| scatter   | ``ScatterStep``| :func:`can_lower_scatter`          | ``emit/scatter.py``   |
+| control   | ``ControlStep``| ``partition.plan_subgraphs``       | ``emit/control.py``   |
+| numpy     | ``FallbackStep`` | (anything else)                  | ``runtime/executable.py`` |
+
+Invariants: records are plain data (no LLVM values); a legality test reads only the equation
+and the views planned so far; ``Step.writes`` lists every materialised var the step defines and
+``Plan.producer`` maps each of them to exactly one step.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir import Literal, Var
+from . import lowering
+from .views import View
+
+REDUCE_PRIMS = ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod")
+ARG_PRIMS = ("argmax", "argmin")
+
+
+def touches_stack(eqn) -> bool:
+    """Whether an equation reads or defines a stack (a value of run-time leading dimension)."""
+    return any(a.ty.dynamic for a in (*eqn.invars, *eqn.outvars))
+
+
+
+
+class Step:
+    """One unit of the schedule. ``preds``: steps that must run first."""
+    kind = "step"
+
+    def __init__(self, index):
+        self.index = index
+        self.preds: set = set()
+        self.writes: list = []          # materialised vars this step defines (fully or partly)
+
+
+class LoopGroup(Step):
+    """One loop nest over ``shape``: members computed per element, stores, reduction sinks.
+
+    ``stores``: list of (atom, destination View) filled by ``finish``; ``sinks``: reduction eqns
+    whose input is a member or a leaf and whose output var is materialised by this group."""
+    kind = "loop"
+
+    def __init__(self, index, shape):
+        super().__init__(index)
+        self.shape = tuple(shape)
+        self.eqns: list = []
+        self.members: set = set()
+        self.sinks: list = []
+        self.stores: list = []          # (var or literal, View)
+        self.parallel = False
+
+
+class MatmulStep(Step):
+    kind = "matmul"
+
+    def __init__(self, index, eqn, lhs, rhs, out):
+        super().__init__(index)
+        self.eqn, self.lhs, self.rhs, self.out = eqn, lhs, rhs, out
+        self.epilogue = None            # plan/epilogue.Epilogue: a consumer loop run in the kernel
+
+
+class EqnStep(Step):
+    """A step that runs one equation by itself (the kind says which emitter)."""
+
+    def __init__(self, index, eqn):
+        super().__init__(index)
+        self.eqn = eqn
+
+
+class ScanStep(EqnStep):
+    """cumsum / cumprod (``emit/scan.py``; legality: :func:`can_lower_scan`)."""
+    kind = "scan"
+
+
+class ControlStep(EqnStep):
+    """cond / while / scan / while_record as native branches and loops (``emit/control.py``;
+    legality: ``partition.plan_subgraphs``);
+    ``subs``: the partitioned sub-graphs (branches, or cond and body, or the scan body)."""
+    kind = "control"
+
+    def __init__(self, index, eqn, subs):
+        super().__init__(index, eqn)
+        self.subs = subs
+
+
+class ArgStep(EqnStep):
+    """argmax / argmin over a non-innermost axis (``emit/arg.py``; legality:
+    :func:`can_lower_arg_any`)."""
+    kind = "arg"
+
+
+class ScatterStep(EqnStep):
+    """scatter as native loops (``emit/scatter.py``; legality: :func:`can_lower_scatter`)."""
+    kind = "scatter"
+
+
+class FallbackStep(EqnStep):
+    """An equation without a native lowering, run by NumPy between native segments."""
+    kind = "numpy"
+
+
+class Plan:
+    """The result of :func:`partition`: steps in order, views, and slot owners."""
+
+    def __init__(self, graph, vector_bytes: int):
+        self.graph = graph
+        self.vector_bytes = vector_bytes    # the target's vector register width (row fusion)
+        self.steps: list = []
+        self.views: dict = {}           # id(var) -> View for vars that are views
+        self.member_of: dict = {}       # id(var) -> LoopGroup computing it
+        self.producer: dict = {}        # id(materialised var) -> Step
+        self.extra_consts: list = []    # (Var, ndarray) made by the planner (iota)
+        self.out_aliases: dict = {}     # id(var) -> output index stored directly into
+        self.py_outputs: dict = {}      # output index -> base var: returned as the NumPy array a
+                                        # fallback made (the output is a whole view of it)
+
+    # helpers ------------------------------------------------------------------------------------
+    def new(self, cls, *args):
+        step = cls(len(self.steps), *args)
+        self.steps.append(step)
+        return step
+
+    def view_of(self, atom) -> View:
+        if isinstance(atom, Literal):
+            return View(atom, 0, (), (), atom.ty.dtype)
+        v = self.views.get(id(atom))
+        return v if v is not None else View.whole(atom)
+
+    def step_of(self, atom):
+        """The step an operand's value comes from (None for inputs, constants, literals)."""
+        if isinstance(atom, Literal):
+            return None
+        g = self.member_of.get(id(atom))
+        if g is not None:
+            return g
+        view = self.views.get(id(atom))
+        if view is None:                          # not a view: its own producer
+            return self.producer.get(id(atom))
+        base = view.base
+        if isinstance(base, Literal):
+            return None
+        g = self.member_of.get(id(base))          # a view of a loop member reads its store
+        return g if g is not None else self.producer.get(id(base))
+
+    def depends_on(self, step, target) -> bool:
+        seen, todo = set(), [step]
+        while todo:
+            s = todo.pop()
+            if s is target:
+                return True
+            if id(s) in seen:
+                continue
+            seen.add(id(s))
+            todo.extend(s.preds)
+        return False
+
+    def add_preds(self, step, atoms):
+        for a in atoms:
+            p = self.step_of(a)
+            if p is not None and p is not step:
+                step.preds.add(p)
+
+
+def step_reads(step) -> list:
+    """The atoms ``step`` reads: a loop group's operands of members, sinks and stores (its own
+    members included), a matmul's operands and epilogue leaves, an equation step's operands."""
+    if isinstance(step, LoopGroup):
+        atoms = [a for e in (*step.eqns, *step.sinks) for a in e.invars]
+        atoms.extend(a for a, _ in step.stores)
+        return atoms
+    if isinstance(step, MatmulStep) and step.epilogue is not None:
+        return [*step.eqn.invars, *(a for a, _ in step.epilogue.leaves)]
+    return list(step.eqn.invars)
+
+# ---------------------------------------------------------------------------------------------
+# legality, one test per step kind
+
+def can_lower(eqn) -> bool:
+    """Loop group: whether ``eqn`` (elementwise or reduction) has a native loop lowering."""
+    name = eqn.prim.name
+    if name in REDUCE_PRIMS:
+        dt = eqn.invars[0].ty.dtype
+        return lowering.dtype_ok(dt) or (dt.kind == "c" and name == "reduce_sum")
+    return lowering.lowerable(eqn)
+
+
+def can_lower_arg(eqn) -> bool:
+    """Loop group: argmax/argmin natively when the axis is innermost once size-1 dims are
+    dropped (the whole axis is then one vector loop per output element); otherwise NumPy."""
+    x = eqn.invars[0]
+    axis = eqn.params["axis"]
+    return lowering.dtype_ok(x.ty.dtype) and x.ty.shape[axis] > 1 and \
+        all(d == 1 for d in x.ty.shape[axis + 1:])
+
+
+def can_lower_take(eqn) -> bool:
+    """Loop group: a gather (``take``) with integer indices from a slot."""
+    x, idx = eqn.invars
+    return (lowering.dtype_ok(x.ty.dtype) or x.ty.dtype.kind == "c") and isinstance(x, Var) and \
+        idx.ty.dtype.kind == "i"
+
+
+def _merge(view, axes, shape):
+    """(extent, element stride) of ``axes`` read as one dim, or None if not affine."""
+    if not axes:
+        return 1, 0
+    inner = [a for a in axes if shape[a] != 1]     # size-1 axes have no say in the layout
+    for a, b in zip(inner, inner[1:]):
+        if view.strides[a] != view.strides[b] * shape[b]:
+            return None
+    extent = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    return extent, (view.strides[inner[-1]] if inner else 0)
+
+
+def matmul_layout(plan, eqn):
+    """MatmulStep: (dtype, M, K, N, a_strides, b_strides, batch, a_bs, b_bs) for a dot_general
+    the matmul kernel handles: batch, free and contracted axes must each merge into one strided
+    dim (always true for contiguous operands in NumPy order), else None. No contracted axis is
+    an outer product: K = 1 with stride 0."""
+    lhs, rhs = eqn.invars
+    dt = eqn.outvars[0].ty.dtype
+    if np.dtype(dt) not in lowering.MATMUL_DTYPES:
+        return None
+    (lc, rc), (lb, rb) = eqn.params["contract"], eqn.params["batch"]
+    lv, rv = plan.view_of(lhs), plan.view_of(rhs)
+    if not isinstance(lv.base, Var) or not isinstance(rv.base, Var):
+        return None
+    lf = [a for a in range(lhs.ty.ndim) if a not in (*lc, *lb)]
+    rf = [a for a in range(rhs.ty.ndim) if a not in (*rc, *rb)]
+    ls, rs = lhs.ty.shape, rhs.ty.shape
+    parts = [_merge(lv, lf, ls), _merge(rv, rf, rs), _merge(lv, list(lc), ls),
+             _merge(rv, list(rc), rs), _merge(lv, list(lb), ls), _merge(rv, list(rb), rs)]
+    if any(p is None for p in parts):
+        return None
+    (M, sm), (N, sn), (K, sak), (_, sbk), (batch, a_bs), (_, b_bs) = parts
+    if not lc:
+        K, sak, sbk = 1, 0, 0
+    return dt, M, K, N, (sm, sak), (sbk, sn), batch, a_bs, b_bs
+
+
+def can_lower_scan(eqn) -> bool:
+    """ScanStep: cumsum / cumprod of a real or complex dtype."""
+    dt = eqn.invars[0].ty.dtype
+    return lowering.dtype_ok(dt) or dt.kind == "c"
+
+
+def can_lower_arg_any(plan, eqn) -> bool:
+    """ArgStep: argmax / argmin over any axis of a contiguous view of a slot."""
+    x = eqn.invars[0]
+    if not isinstance(x, Var) or not lowering.dtype_ok(x.ty.dtype):
+        return False
+    view = plan.view_of(x)
+    return isinstance(view.base, Var) and view.contiguous()
+
+
+def _scatter_operand_ok(plan, atom) -> bool:
+    if isinstance(atom, Literal):
+        return True
+    view = plan.view_of(atom)
+    return isinstance(view.base, Literal) or (isinstance(view.base, Var) and view.contiguous())
+
+
+def can_lower_scatter(plan, eqn) -> bool:
+    """ScatterStep: operands that are literals, broadcast literals or contiguous views; modes
+    set/add/mul/min/max for real and bool dtypes, set/add/mul for complex."""
+    x, idx, upd = eqn.invars
+    dt, mode = np.dtype(x.ty.dtype), eqn.params["mode"]
+    if dt.kind == "c":
+        dtype_ok = mode in ("set", "add", "mul")
+    else:
+        dtype_ok = lowering.dtype_ok(dt)
+    return dtype_ok and idx.ty.dtype.kind == "i" and all(_scatter_operand_ok(plan, a)
+                                                         for a in eqn.invars)

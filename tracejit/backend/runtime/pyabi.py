@@ -1,0 +1,464 @@
+"""CPython-ABI entry points for compiled graphs.
+
+A compiled graph is ``i32 @kernel(ptr %bufs)``: ``bufs`` holds one data pointer per input leaf,
+then one per output leaf. ``emit_entry`` adds, to the kernel's own ``ir.Module``, an entry point
+with the vectorcall prototype
+
+    ptr @tj_entry_N(ptr %cache, ptr %args, i64 %nargsf, ptr %kwnames)
+
+that unboxes and checks the arguments for exactly one signature, allocates (or reuses, see
+below) the outputs, runs the kernel and boxes the result. On any mismatch it returns the
+sentinel ``NOMATCH`` (the pointer value 1) without touching any reference count, so a dispatcher
+(``pyabi_dispatch.FastDispatch``) can try the next specialisation and finally a Python fallback
+with the original arguments.
+Entries never raise for a mismatch; they return NULL (with an exception set) only for a real
+error: allocation failure or a nonzero kernel code, which goes through ``spec.on_error(code)``.
+
+Invariants:
+- all checks are pointer compares against process constants registered with ``jit.add_symbol``
+  under stable names (``tj_PyArray_Type``, ``tj_PyArray_Empty``, ``tj_descr_<dtype name>``), so
+  the IR itself does not depend on the process;
+- array inputs must be exactly ``ndarray`` with the canonical descr singleton of the dtype, the
+  signature's shape, and C_CONTIGUOUS|ALIGNED; scalars must be exactly float/int/complex/bool;
+- a 0-d output is returned as a NumPy scalar (``np.float64`` ...), as NumPy's own operators do:
+  the kernel writes it into a stack slot and ``PyArray_Scalar`` boxes it, which is cheaper than
+  allocating a 0-d array (``scalar_0d=False`` in the spec gives 0-d arrays instead);
+- struct offsets are checked at import (``pyobj.NATIVE_OK``); if a check fails, ``build_entry``
+  returns a pure-Python entry with the same contract instead of native code.
+
+The object layout and the IR helpers that read it are in ``pyobj.py``. Large outputs are reused
+from call to call when no Python code can tell (``pyabi_reuse``): the first argument of an entry
+(``self`` in a vectorcall) is the dispatch table's cell for the entry's output cache.
+"""
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, field
+
+import numpy as np
+from llvmlite import ir
+
+from ..engine import jit
+from . import pyabi_reuse, pyobj
+from .pyobj import (_KEEP, ARR_DATA, ARR_DESCR, ARR_DIMS, ARR_FLAGS, ARR_ND, COMPLEX_IMAG,
+                    COMPLEX_REAL, FLOAT_VAL, OB_TYPE, TUPLE_ITEMS, declare,
+                    descr_symbol, external, f32, f64, field_ptr, i1, i8, i32, i64, load_at,
+                    ptr)
+
+NOMATCH = 1                     # pointer value an entry returns for "not my signature"
+NARGS_MASK = (1 << 63) - 1      # clears PY_VECTORCALL_ARGUMENTS_OFFSET from nargsf
+
+_SCALAR_KIND = {float: "f", int: "i", complex: "c", bool: "b"}
+# Python scalar kind -> dtype kinds it may be converted to (same_kind, like NumPy's weak scalars).
+_ALLOWED = {"b": "biufc", "i": "iufc", "f": "fc", "c": "c"}
+_SCALAR_TYPE = {"f": "PyFloat_Type", "i": "PyLong_Type", "c": "PyComplex_Type", "b": "PyBool_Type"}
+
+
+@dataclass(frozen=True)
+class EntrySpec:
+    """One signature of a compiled graph.
+
+    inputs:  per input leaf ``("array", dtype, shape)`` or ``("pyscalar", type, dtype)`` where
+             ``type`` is float, int, complex or bool;
+    outputs: per output leaf ``(dtype, shape)``;
+    return_tuple: return a tuple of arrays (required when there is not exactly one output);
+    release_gil: drop the GIL around the kernel call (worth it only for large work);
+    scalar_0d: return 0-d outputs as NumPy scalars (default) rather than 0-d arrays;
+    on_error: ``on_error(code)`` raises the exception for a nonzero kernel return code;
+    tier: None, or a ``TierCell`` (the hot tier, ``tiers.py``): the entry then calls the
+          kernel through the cell's ``kernel`` pointer (which a tier-up overwrites) and
+          decrements its ``countdown`` on each call, calling ``hook()`` when it reaches 0.
+    """
+    inputs: tuple
+    outputs: tuple
+    return_tuple: bool = False
+    release_gil: bool = False
+    scalar_0d: bool = True
+    on_error: object = field(default=None, compare=False)
+    tier: object = field(default=None, compare=False)
+
+    def normalized(self) -> "EntrySpec":
+        ins = []
+        for leaf in self.inputs:
+            if leaf[0] == "array":
+                ins.append(("array", np.dtype(leaf[1]), tuple(int(d) for d in leaf[2])))
+            elif leaf[0] == "pyscalar":
+                if leaf[1] not in _SCALAR_KIND:
+                    raise TypeError(f"pyscalar type must be float/int/complex/bool: {leaf[1]!r}")
+                dt, kind = np.dtype(leaf[2]), _SCALAR_KIND[leaf[1]]
+                if dt.kind not in _ALLOWED[kind]:
+                    raise TypeError(f"tracejit: cannot pass a Python {leaf[1].__name__} as {dt}")
+                ins.append(("pyscalar", leaf[1], dt))
+            else:
+                raise ValueError(f"bad input leaf {leaf!r}")
+        outs = tuple((np.dtype(dt), tuple(int(d) for d in shape)) for dt, shape in self.outputs)
+        if len(outs) != 1 and not self.return_tuple:
+            raise ValueError("several outputs need return_tuple=True")
+        return EntrySpec(tuple(ins), outs, bool(self.return_tuple), bool(self.release_gil),
+                         bool(self.scalar_0d),
+                         default_on_error if self.on_error is None else self.on_error,
+                         self.tier)
+
+
+class TierCell(ctypes.Structure):
+    """What a tiered entry reads (``EntrySpec.tier``): the countdown to the hot tier, the current
+    kernel and the hook (a borrowed ``PyObject*``, kept alive by the cell's owner). Cells are
+    never freed (``_KEEP``): an entry may outlive its executable by the rest of one call."""
+    _fields_ = [("countdown", ctypes.c_int64), ("kernel", ctypes.c_void_p),
+                ("hook", ctypes.c_void_p)]
+
+    def symbol(self) -> str:
+        """A process-unique symbol whose address is this cell (registered once)."""
+        name = getattr(self, "_symbol", None)
+        if name is None:
+            name = self._symbol = jit.unique_name("tj_tier")
+            _KEEP.append(self)
+            jit.add_symbol(name, ctypes.addressof(self))
+        return name
+
+
+def default_on_error(code):
+    """The ``on_error`` used when a spec gives none."""
+    raise RuntimeError(f"tracejit: compiled kernel failed with error code {code}")
+
+
+_on_error_symbols = {}
+
+
+def _on_error_symbol(on_error) -> str:
+    # Kept forever: an evicted entry may still be running (GIL released) and then call it.
+    name = _on_error_symbols.get(id(on_error))
+    if name is None:
+        name = _on_error_symbols[id(on_error)] = jit.unique_name("tj_onerr")
+        _KEEP.append(on_error)
+        jit.add_symbol(name, id(on_error))
+    return name
+
+
+def _slot_type(dt):
+    if dt.kind == "c":
+        return ir.ArrayType(f32 if dt.itemsize == 8 else f64, 2)
+    if dt.kind == "f":
+        return {4: f32, 8: f64}[dt.itemsize]
+    return ir.IntType(8 * dt.itemsize)
+
+
+def _int_range_ok(b, v, dt):
+    """i1: the i64 ``v`` fits the integer dtype ``dt``."""
+    info = np.iinfo(dt)
+    lo, hi = max(info.min, -(1 << 63)), min(info.max, (1 << 63) - 1)
+    ok = b.icmp_signed(">=", v, ir.Constant(i64, lo))
+    return b.and_(ok, b.icmp_signed("<=", v, ir.Constant(i64, hi)))
+
+
+def _convert_scalar(b, kind, val, dt):
+    """Convert an unboxed Python scalar (kind b/i/f/c) to the slot value of dtype ``dt``."""
+    if kind not in _ALLOWED or dt.kind not in _ALLOWED[kind]:
+        raise TypeError(f"tracejit: cannot pass a Python {kind!r} scalar as {dt}")
+    ty = _slot_type(dt)
+    if dt.kind == "c":
+        el = ty.element
+        if kind == "c":
+            re, im = val
+            re, im = (b.fptrunc(re, el), b.fptrunc(im, el)) if el == f32 else (re, im)
+        else:
+            real_dt = np.dtype(np.float32 if el == f32 else np.float64)
+            re, im = _convert_scalar(b, kind, val, real_dt), ir.Constant(el, 0.0)
+        out = b.insert_value(ir.Constant(ty, ir.Undefined), re, 0)
+        return b.insert_value(out, im, 1)
+    if dt.kind == "f":
+        if kind == "f":
+            return b.fptrunc(val, ty) if ty == f32 else val
+        if kind == "b":
+            return b.uitofp(val, ty)
+        return b.sitofp(val, ty)
+    if kind == "b":
+        return b.zext(val, ty)
+    return b.trunc(val, ty) if ty.width < 64 else val
+
+
+# ---------------------------------------------------------------------------------------------
+# The entry point
+
+def emit_entry(module, kernel_fn, spec) -> ir.Function:
+    """Emit into ``module`` the CPython-ABI entry for ``kernel_fn`` and signature ``spec``.
+
+    The entry has the vectorcall prototype ``ptr (ptr cache, ptr args, i64 nargsf, ptr kwnames)``
+    and returns a new reference, NULL with an exception set, or ``NOMATCH`` (pointer value 1)
+    when the arguments are not exactly this signature. ``cache`` is NULL or a cell holding NULL
+    or the entry's output cache (``pyabi_reuse``). Symbols it needs are registered here, so
+    compile the module afterwards (``jit.compile_ir``).
+    """
+    spec = spec.normalized()
+    n_in, n_out = len(spec.inputs), len(spec.outputs)
+    fn = ir.Function(module, ir.FunctionType(ptr, [ptr, ptr, i64, ptr]), jit.unique_name("tj_entry"))
+    cache, args, nargsf, kwnames = fn.args
+    cache.name, args.name, nargsf.name, kwnames.name = "cache", "args", "nargsf", "kwnames"
+
+    incref = declare(module, "Py_IncRef", ir.VoidType(), [ptr])
+    decref = declare(module, "Py_DecRef", ir.VoidType(), [ptr])
+    nomatch_val = ir.Constant(i64, NOMATCH).inttoptr(ptr)
+
+    entry = fn.append_basic_block("entry")
+    nomatch = fn.append_basic_block("nomatch")
+    b = ir.IRBuilder(nomatch)
+    b.ret(nomatch_val)
+
+    b = ir.IRBuilder(entry)
+    bufs = b.alloca(ir.ArrayType(ptr, n_in + n_out), name="bufs")
+    slots = [b.alloca(_slot_type(leaf[2]), name=f"arg{i}.slot") if leaf[0] == "pyscalar" else None
+             for i, leaf in enumerate(spec.inputs)]
+    overflow = b.alloca(i32, name="overflow")
+
+    def require(cond, what):
+        """Continue in a fresh block if ``cond``, else go to ``nomatch``."""
+        nonlocal b
+        ok = fn.append_basic_block(what)
+        b.cbranch(cond, ok, nomatch)
+        b = ir.IRBuilder(ok)
+
+    def set_buf(i, p):
+        b.store(p, b.gep(bufs, [ir.Constant(i64, 0), ir.Constant(i64, i)]))
+
+    require(b.icmp_unsigned("==", kwnames, ir.Constant(ptr, None)), "no_kwargs")
+    nargs = b.and_(nargsf, ir.Constant(i64, NARGS_MASK))
+    require(b.icmp_unsigned("==", nargs, ir.Constant(i64, n_in)), "nargs_ok")
+
+    for i, leaf in enumerate(spec.inputs):
+        obj = b.load(b.gep(args, [ir.Constant(i64, i)], source_etype=ptr), typ=ptr, name=f"arg{i}")
+        tp = load_at(b, obj, OB_TYPE, ptr)
+        if leaf[0] == "array":
+            _, dt, shape = leaf
+            require(b.icmp_unsigned("==", tp, external(module, "tj_PyArray_Type")), f"arg{i}.type")
+            descr = load_at(b, obj, ARR_DESCR, ptr)
+            require(b.icmp_unsigned("==", descr, external(module, descr_symbol(dt))), f"arg{i}.dtype")
+            nd = load_at(b, obj, ARR_ND, i32)
+            flags = b.and_(load_at(b, obj, ARR_FLAGS, i32), ir.Constant(i32, 0x101))
+            ok = b.and_(b.icmp_signed("==", nd, ir.Constant(i32, len(shape))),
+                        b.icmp_signed("==", flags, ir.Constant(i32, 0x101)))
+            require(ok, f"arg{i}.layout")
+            if shape:
+                dims = load_at(b, obj, ARR_DIMS, ptr)
+                ok = ir.Constant(i1, 1)
+                for d, extent in enumerate(shape):
+                    dim = b.load(b.gep(dims, [ir.Constant(i64, d)], source_etype=i64), typ=i64)
+                    ok = b.and_(ok, b.icmp_signed("==", dim, ir.Constant(i64, extent)))
+                require(ok, f"arg{i}.shape")
+            set_buf(i, load_at(b, obj, ARR_DATA, ptr))
+            continue
+        _, pytype, dt = leaf
+        kind = _SCALAR_KIND[pytype]
+        require(b.icmp_unsigned("==", tp, external(module, _SCALAR_TYPE[kind])), f"arg{i}.type")
+        if kind == "f":
+            val = load_at(b, obj, FLOAT_VAL, f64)
+        elif kind == "c":
+            val = (load_at(b, obj, COMPLEX_REAL, f64), load_at(b, obj, COMPLEX_IMAG, f64))
+        elif kind == "b":
+            val = b.icmp_unsigned("==", obj, external(module, "_Py_TrueStruct"))
+        else:
+            as_ll = declare(module, "PyLong_AsLongLongAndOverflow", i64, [ptr, ptr])
+            val = b.call(as_ll, [obj, overflow])
+            # An exact int cannot fail except by overflow, which sends it to the fallback.
+            require(b.icmp_signed("==", b.load(overflow), ir.Constant(i32, 0)), f"arg{i}.fits")
+            if dt.kind in "iu":
+                require(_int_range_ok(b, val, dt), f"arg{i}.range")
+        b.store(_convert_scalar(b, kind, val, dt), slots[i])
+        set_buf(i, slots[i])
+
+    if spec.tier is not None:
+        tier_cell = external(module, spec.tier.symbol())
+        _count_call(b, module, tier_cell)
+
+    # Outputs. PyArray_Empty steals the descr reference, so take one first. 0-d outputs that
+    # become NumPy scalars are written to a stack slot and boxed after the kernel. Large
+    # outputs come from the cache list when they can (``pyabi_reuse``); ``dropped`` are the
+    # references pushed out of it, released when the call is over.
+    empty = declare(module, "tj_PyArray_Empty", ptr, [i32, ptr, ptr, i32])
+    outs, boxed, dropped = [], {}, []
+    cached = pyabi_reuse.cached_outputs(spec)
+    if cached:
+        b, items = pyabi_reuse.emit_cache_items(b, module, cache, len(cached))
+
+    def fail_with(b, cleanup):
+        """Emit: decref ``cleanup`` (NULL allowed), return NULL (exception already set)."""
+        for o in cleanup:
+            b.call(decref, [o])
+        b.ret(ir.Constant(ptr, None))
+
+    def new_array(b, j, dt, shape):
+        shape_ty = ir.ArrayType(i64, max(len(shape), 1))
+        gshape = ir.GlobalVariable(module, shape_ty, f"{fn.name}.shape{j}")
+        gshape.global_constant, gshape.linkage = True, "internal"
+        gshape.initializer = ir.Constant(shape_ty, list(shape) or [0])
+        descr = external(module, descr_symbol(dt))
+        b.call(incref, [descr])
+        out = b.call(empty, [ir.Constant(i32, len(shape)), gshape, descr, ir.Constant(i32, 0)],
+                     name=f"out{j}")
+        with b.if_then(b.icmp_unsigned("==", out, ir.Constant(ptr, None)), likely=False):
+            fail_with(b, outs + dropped)
+        return out
+
+    for j, (dt, shape) in enumerate(spec.outputs):
+        if not shape and spec.scalar_0d:
+            with b.goto_entry_block():
+                slot = b.alloca(_slot_type(dt), name=f"out{j}.slot")
+            slot.align = 16
+            boxed[j] = slot
+            set_buf(n_in + j, slot)
+            continue
+        if j in cached:
+            b, out, old = pyabi_reuse.emit_output(b, module, items, cached.index(j), dt, shape,
+                                                  lambda b: new_array(b, j, dt, shape))
+            dropped.append(old)
+        else:
+            out = new_array(b, j, dt, shape)
+        outs.append(out)
+        set_buf(n_in + j, load_at(b, out, ARR_DATA, ptr))
+
+    if spec.release_gil:
+        tstate = b.call(declare(module, "PyEval_SaveThread", ptr, []), [])
+    if spec.tier is not None:            # the current kernel of the tier cell (see _count_call)
+        kernel_fn = b.load(field_ptr(b, tier_cell, 8), typ=kernel_fn.ftype.as_pointer())
+    rc = b.call(kernel_fn, [bufs], name="rc")
+    if spec.release_gil:
+        b.call(declare(module, "PyEval_RestoreThread", ir.VoidType(), [ptr]), [tstate])
+
+    failed = b.icmp_signed("!=", rc, ir.Constant(rc.type, 0))
+    with b.if_then(failed, likely=False):
+        _emit_kernel_error(b, module, spec.on_error, rc)
+        fail_with(b, outs + dropped)
+
+    results, made = [], []
+    arrays = iter(outs)
+    for j, (dt, _) in enumerate(spec.outputs):
+        if j not in boxed:
+            results.append(next(arrays))
+            continue
+        box = declare(module, "tj_PyArray_Scalar", ptr, [ptr, ptr, ptr])
+        descr = external(module, descr_symbol(dt))
+        sc = b.call(box, [boxed[j], descr, ir.Constant(ptr, None)], name=f"out{j}")
+        with b.if_then(b.icmp_unsigned("==", sc, ir.Constant(ptr, None)), likely=False):
+            fail_with(b, outs + made + dropped)
+        made.append(sc)
+        results.append(sc)
+    outs = results
+
+    if not spec.return_tuple:
+        result = outs[0]
+    else:
+        result = b.call(declare(module, "PyTuple_New", ptr, [i64]), [ir.Constant(i64, n_out)])
+        with b.if_then(b.icmp_unsigned("==", result, ir.Constant(ptr, None)), likely=False):
+            fail_with(b, outs + dropped)
+        for j, out in enumerate(outs):   # PyTuple_SET_ITEM: the tuple takes our reference
+            b.store(out, field_ptr(b, result, TUPLE_ITEMS + 8 * j))
+    for old in dropped:      # last: freeing an array may run Python code (weakref callbacks)
+        b.call(decref, [old])
+    b.ret(result)
+    return fn
+
+
+def _count_call(b, module, cell):
+    """``if --cell.countdown == 0: cell.hook()`` (GIL held, nothing allocated yet); an
+    exception from the hook is cleared (the hook is not supposed to raise)."""
+    left = b.sub(load_at(b, cell, 0, i64), ir.Constant(i64, 1))
+    b.store(left, b.bitcast(cell, i64.as_pointer()))
+    with b.if_then(b.icmp_signed("==", left, ir.Constant(i64, 0)), likely=False):
+        hook = load_at(b, cell, 16, ptr)
+        vcall = declare(module, "PyObject_Vectorcall", ptr, [ptr, ptr, i64, ptr])
+        null = ir.Constant(ptr, None)
+        res = b.call(vcall, [hook, null, ir.Constant(i64, 0), null])
+        with b.if_else(b.icmp_unsigned("==", res, null)) as (failed, done):
+            with failed:
+                b.call(declare(module, "PyErr_Clear", ir.VoidType(), []), [])
+            with done:
+                b.call(declare(module, "Py_DecRef", ir.VoidType(), [ptr]), [res])
+
+
+def _emit_kernel_error(b, module, on_error, rc):
+    """Call ``on_error(rc)`` so that it sets the exception (it should raise)."""
+    incref = declare(module, "Py_IncRef", ir.VoidType(), [ptr])
+    decref = declare(module, "Py_DecRef", ir.VoidType(), [ptr])
+    on_err = external(module, _on_error_symbol(on_error))
+    code = b.call(declare(module, "PyLong_FromLongLong", ptr, [i64]), [b.sext(rc, i64)])
+    have_code = b.icmp_unsigned("!=", code, ir.Constant(ptr, None))
+    with b.if_then(have_code):
+        argv = b.alloca(ptr)
+        b.store(code, argv)
+        vcall = declare(module, "PyObject_Vectorcall", ptr, [ptr, ptr, i64, ptr])
+        b.call(incref, [on_err])
+        res = b.call(vcall, [on_err, argv, ir.Constant(i64, 1), ir.Constant(ptr, None)])
+        b.call(decref, [on_err])
+        b.call(decref, [code])
+        with b.if_then(b.icmp_unsigned("!=", res, ir.Constant(ptr, None))):
+            # on_error returned instead of raising: drop its result and raise a generic error.
+            b.call(decref, [res])
+            exc = b.load(external(module, "PyExc_RuntimeError"), typ=ptr)
+            msg = _cstring(module, "tracejit: kernel failed and on_error did not raise")
+            b.call(declare(module, "PyErr_SetString", ir.VoidType(), [ptr, ptr]), [exc, msg])
+
+
+def _cstring(module, text):
+    data = bytearray(text.encode() + b"\0")
+    ty = ir.ArrayType(i8, len(data))
+    gv = ir.GlobalVariable(module, ty, jit.unique_name("tj_str"))
+    gv.global_constant, gv.linkage, gv.initializer = True, "internal", ir.Constant(ty, data)
+    return gv
+
+
+# ---------------------------------------------------------------------------------------------
+# Building an entry, native or pure Python
+
+def build_entry(module, kernel_fn, spec, opt: int = 2):
+    """Emit the entry, compile ``module`` and return what ``FastDispatch.add_specialization``
+    takes: the entry's address (native path) or a Python entry (``pyobj.NATIVE_OK`` is False)."""
+    if not pyobj.NATIVE_OK:
+        jit.compile_ir(module, opt=opt)
+        return python_entry(jit.function_address(kernel_fn.name), spec)
+    fn = emit_entry(module, kernel_fn, spec)
+    jit.compile_ir(module, opt=opt)
+    address = jit.function_address(fn.name)
+    pyabi_reuse.register(address, spec)
+    return address
+
+
+def python_entry(kernel_address: int, spec):
+    """Pure-Python entry with the native contract: ``entry(args, kwargs)`` returns the result or
+    ``NOMATCH``. Used when the native path is disabled, and as a reference in tests."""
+    spec = spec.normalized()
+    kernel = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(kernel_address)
+    nbuf = len(spec.inputs) + len(spec.outputs)
+    ctor = {"f": float, "i": int, "c": complex, "b": bool}
+
+    def entry(args, kwargs):
+        if kwargs or len(args) != len(spec.inputs):
+            return NOMATCH
+        bufs, keep = (ctypes.c_void_p * nbuf)(), []
+        for i, (leaf, a) in enumerate(zip(spec.inputs, args)):
+            if leaf[0] == "array":
+                if (type(a) is not np.ndarray or a.dtype is not np.dtype(leaf[1].name)
+                        or a.shape != leaf[2] or not (a.flags.c_contiguous and a.flags.aligned)):
+                    return NOMATCH
+                bufs[i] = a.ctypes.data
+            else:
+                if type(a) is not leaf[1]:
+                    return NOMATCH
+                dt = leaf[2]
+                if dt.kind in "iu" and not np.iinfo(dt).min <= a <= np.iinfo(dt).max:
+                    return NOMATCH
+                if leaf[1] is int and not -(1 << 63) <= a < (1 << 63):
+                    return NOMATCH
+                slot = np.array(ctor[dt.kind](a) if dt.kind in "fc" else a, dtype=dt)
+                keep.append(slot)
+                bufs[i] = slot.ctypes.data
+        outs = [np.empty(shape, dt) for dt, shape in spec.outputs]
+        for j, o in enumerate(outs):
+            bufs[len(spec.inputs) + j] = o.ctypes.data
+        rc = kernel(bufs)
+        if rc:
+            spec.on_error(rc)
+            raise RuntimeError("tracejit: kernel failed and on_error did not raise")
+        if spec.scalar_0d:
+            outs = [o[()] if o.ndim == 0 else o for o in outs]
+        return tuple(outs) if spec.return_tuple else outs[0]
+
+    return entry
