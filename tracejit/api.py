@@ -1,8 +1,10 @@
 """``trace`` (alias ``jit``): trace once per input signature, simplify, compile, cache.
 
-The signature of a call is its pytree structure, (dtype, shape, weak) of every array leaf, the
-values of static arguments and, per Python-int leaf, whether it fits int32 and its sign
-(``numpy.intrange``: NumPy's result can depend on them; a graph that does gets no native entry). A per-function LRU cache maps signatures to compiled executables;
+The signature of a call (``signature.Signature``) is its pytree structure, (dtype, shape, weak)
+of every array leaf, the values of static arguments, per Python-int leaf whether it fits int32
+and its sign (``numpy.intrange``), and the values of the Python ints and bools the traces of
+those types needed; a graph relying on any of these gets no native entry (which checks types
+only). A per-function LRU cache maps signatures to compiled executables;
 ``cache_info()`` counts hits, misses and traces, and ``config.log_retraces`` explains each retrace
 by the argument path that changed. Python side effects of the function happen while tracing only.
 
@@ -26,12 +28,14 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from . import dtypes, tree
+from . import tree
 from .config import _on_code_change, config
 from .core import Tracer, current_builder, make_graph
 from .errors import InputError, numpy_shape_from_tracer
-from .ir import Graph, Type
+from .ir import Graph
 from .passes import simplify
+from .signature import (Learned, Signature, explain, hashable, int_ranges, leaf_type,
+                        pretty_path)
 
 log = logging.getLogger("tracejit")
 
@@ -42,36 +46,6 @@ class CacheInfo(NamedTuple):
     traces: int
     maxsize: int
     currsize: int
-
-
-def leaf_type(x, path: str) -> Type:
-    """The IR type of an argument leaf; Python scalars are weak. Bad leaves name their path."""
-    if isinstance(x, Tracer):
-        return x.ty
-    if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
-        return Type(dtypes.WEAK_DEFAULT[type(x)], (), weak=True)
-    if isinstance(x, np.ndarray) and type(x) is not np.ndarray and not isinstance(x, np.memmap):
-        # np.matrix (* is a matrix product), masked arrays (a mask) and other subclasses change
-        # what NumPy's operations mean; tracing their data as plain arrays would change it too
-        raise InputError(f"argument {path} is a {type(x).__module__}.{type(x).__name__}, a NumPy "
-                         f"array subclass whose operations mean something else than ndarray's; "
-                         f"tracejit traces plain arrays only. Pass np.asarray(x) if ndarray "
-                         f"semantics are what you want (for a masked array: x.filled(v) or "
-                         f"x.data with the mask as a separate argument).")
-    if isinstance(x, (np.ndarray, np.generic)):
-        dt = x.dtype
-    else:
-        if isinstance(x, (str, bytes)) or not hasattr(x, "__array__") and \
-                not isinstance(x, (list, tuple)):
-            raise InputError(f"argument {path} is a {type(x).__name__} ({x!r:.60}), not an array "
-                             f"or number. Pass arrays/numbers, or mark it static with "
-                             f"static_argnums / static_argnames.")
-        dt = np.asarray(x).dtype
-    try:
-        dt = dtypes.canonical(dt, what=f"argument {path}")
-    except Exception as e:
-        raise InputError(str(e).split("\n")[0] + f" (argument {path})") from None
-    return Type(dt, tuple(np.shape(x)))
 
 
 class Outputs(NamedTuple):
@@ -163,37 +137,6 @@ class WriteBack:
         for k, i in self.aliases:
             outs[k] = leaves[i]
         return outs
-
-
-class Signature(NamedTuple):
-    """The cache key of a call. ``int_ranges``: per leaf, the IntRange of a Python int (does it
-    fit int32, its sign: what NumPy's treatment of the int can depend on), else None."""
-    treedef: Any
-    types: tuple
-    static: tuple
-    int_ranges: tuple = ()
-    # leaves that are NumPy scalars, set only when the function writes into them (then NumPy
-    # rebinds instead, and the function is retraced with them immutable: see _python_call)
-    scalars: tuple = ()
-    # (leaf, value key) of the Python-scalar arguments whose values the trace needed (a range
-    # bound, a shape, a branch): set only for the signatures whose traces did (see _signature)
-    values: tuple = ()
-
-
-def _value_key(x):
-    """A Python scalar as a cache-key value (floats by their bits: -0.0 and NaN are values)."""
-    if type(x) is float:
-        return x.hex()
-    if type(x) is complex:
-        return (x.real.hex(), x.imag.hex())
-    return x
-
-
-def int_ranges(leaves) -> tuple:
-    """Signature.int_ranges of these leaves (empty when no leaf is a Python int)."""
-    from .numpy import intrange
-    ranges = tuple(intrange.of(x) if type(x) is int else None for x in leaves)
-    return ranges if any(r is not None for r in ranges) else ()
 
 
 _cache_lock = threading.Lock()       # every Traced's _cache, _pending and counters
@@ -352,8 +295,7 @@ class Traced:
         self._owners: list = []          # dispatch objects that forward calls here unchanged
         self._hits = self._misses = self._traces = 0
         self._last_sig: Signature | None = None
-        self._scalar_sigs: dict = {}     # signature -> NumPy-scalar leaves to trace immutable
-        self._value_sigs: dict = {}      # signature -> Python-scalar leaves keyed by value
+        self._learned = Learned()        # how later calls of a signature are keyed and traced
 
     # signature ---------------------------------------------------------------------------------
     def _split(self, args, kwargs):
@@ -362,34 +304,25 @@ class Traced:
         dyn_args = []
         for i, a in enumerate(args):
             if i in self.static_argnums:
-                static.append((i, _hashable(a, f"static argument {i}")))
+                static.append((i, hashable(a, f"static argument {i}")))
             else:
                 dyn_args.append(a)
         dyn_kwargs = {}
         for k, v in kwargs.items():
             if k in self.static_argnames:
-                static.append((k, _hashable(v, f"static argument {k!r}")))
+                static.append((k, hashable(v, f"static argument {k!r}")))
             else:
                 dyn_kwargs[k] = v
         leaves, treedef = tree.flatten((tuple(dyn_args), dyn_kwargs))
         paths = tree.leaf_paths(treedef)
-        types = tuple(leaf_type(x, _pretty_path(p, self._sig)) for x, p in zip(leaves, paths))
+        types = tuple(leaf_type(x, pretty_path(p, self._sig)) for x, p in zip(leaves, paths))
         return leaves, Signature(treedef, types, tuple(static), int_ranges(leaves))
 
     def _signature(self, args, kwargs):
         """(dynamic leaves, Signature) of a call, the NumPy scalars it traces immutable and the
         values of the Python scalars its traces needed (see Builder.know_input) included."""
         leaves, sig = self._split(args, kwargs)
-        scalars = self._scalar_sigs.get(sig)
-        if scalars and all(isinstance(leaves[i], np.generic) for i in scalars):
-            sig = sig._replace(scalars=scalars)
-        return leaves, self._with_values(leaves, sig)
-
-    def _with_values(self, leaves, sig: Signature) -> Signature:
-        needed = self._value_sigs.get(sig._replace(values=()))
-        if not needed:
-            return sig
-        return sig._replace(values=tuple((i, _value_key(leaves[i])) for i in needed))
+        return leaves, self._learned.apply(leaves, sig)
 
     def _rebuild_args(self, args, kwargs, sig: Signature, tracers):
         dyn_args, dyn_kwargs = tree.unflatten(sig.treedef, tracers)
@@ -413,11 +346,15 @@ class Traced:
             for i in sig.scalars:
                 tracers[i].frozen = True
             builder = current_builder()
+            passed = list(tracers)
             for i, (t, x) in enumerate(zip(tracers, call_leaves)):
                 if type(x) is int or type(x) is bool:      # (floats are data: traced)
-                    builder.know_input(t.irvar, x, i)
+                    if sig.pinned:
+                        passed[i] = x
+                    else:
+                        builder.know_input(t.irvar, x, i)
             before = [t.irvar for t in tracers]
-            full, kw = self._rebuild_args(args, kwargs, sig, tracers)
+            full, kw = self._rebuild_args(args, kwargs, sig, passed)
             ranges = sig.int_ranges or (None,) * len(tracers)
             with intrange.arguments(tracers, ranges, call_leaves) as used:
                 try:
@@ -432,7 +369,7 @@ class Traced:
             leaves, out_tree = tree.flatten(out)
             writes = WriteBack.of(tracers, before, leaves, builder)
             if writes:
-                writes.names = [_pretty_path(p, self._sig) for p in tree.leaf_paths(sig.treedef)]
+                writes.names = [pretty_path(p, self._sig) for p in tree.leaf_paths(sig.treedef)]
             arrays0d = frozenset(k for k, o in enumerate(leaves) if isinstance(o, Tracer) and
                                  o.ndim == 0 and o.frozen is False)
             out_tree_box.append(Outputs(out_tree, writes, arrays0d, frozenset(builder.needed)))
@@ -469,7 +406,7 @@ class Traced:
             return reuse
         if config.log_retraces and self._last_sig is not None:
             log.warning("tracejit: retracing %s: %s", self.__name__,
-                        _explain(self._last_sig, sig, self._sig))
+                        explain(self._last_sig, sig, self._sig))
         facts = []
         raw, out_tree = self.trace_graph(args, kwargs, sig, facts=facts)
         graph = simplify(raw).replace(writes=raw.writes)
@@ -487,25 +424,27 @@ class Traced:
         leaves, sig = self._signature(args, kwargs)
         if any(isinstance(x, Tracer) for x in leaves):
             return self.fun(*args, **kwargs)        # inside another trace: inline
-        try:
-            entry, specialize = self._entry(args, kwargs, sig, hit=True)
-        except TypeError:
-            # an in-place op NumPy allows only by rebinding a NumPy-scalar argument (n += 1.5
-            # with n an np.int64): trace again with the NumPy scalars immutable
-            scalars = tuple(i for i, x in enumerate(leaves) if isinstance(x, np.generic))
-            if not scalars or sig.scalars:
-                raise
-            self._scalar_sigs[sig._replace(values=())] = scalars
-            leaves, sig = self._signature(args, kwargs)
-            entry, specialize = self._entry(args, kwargs, sig, hit=True)
+        remember = []            # what a retrace that worked teaches about later calls
+        while True:
+            try:
+                entry, specialize = self._entry(args, kwargs, sig, hit=True)
+                break
+            except Exception as exc:
+                again = self._learned.fallback(leaves, sig, exc)
+                if again is None:
+                    raise
+            sig, learn = again
+            remember.append(learn)
+        for learn in remember:
+            learn()
         scalars = entry.writes.scalars(leaves) if entry.writes else ()
         if scalars:
-            sig = self._with_values(leaves, sig._replace(scalars=scalars, values=()))
+            sig = self._learned.with_values(leaves, sig._replace(scalars=scalars, values=()))
             entry, specialize = self._entry(args, kwargs, sig, hit=True)
         if specialize:
             self._specialize(entry, sig)
         if entry.value_leaves and not sig.values:      # keyed by value since this call
-            sig = self._with_values(leaves, sig)
+            sig = self._learned.with_values(leaves, sig)
         self._last_sig = sig
         return entry(leaves)
 
@@ -536,7 +475,10 @@ class Traced:
         try:
             entry = self._compile_sig(args, kwargs, sig)
             with _cache_lock:
-                key = self._value_key(args, kwargs, sig, entry, key)
+                keyed = self._learned.needs_values(self._split(args, kwargs)[0], sig,
+                                                   entry.value_leaves)
+                if keyed is not None:
+                    key = self._key(keyed)
                 self._cache.pop(key, None)
                 # make room first: even a reader without the lock never sees it over the bound
                 while len(self._cache) >= max(1, config.cache_size):
@@ -548,18 +490,6 @@ class Traced:
                     del self._pending[key]
             mine.done.set()
         return entry, False
-
-    def _value_key(self, args, kwargs, sig: Signature, entry: Compiled, key):
-        """The cache key of a new entry: ``key``, or when its trace needed the values of Python
-        scalars that ``sig`` does not hold, the key holding them (remembered for ``sig``: later
-        calls of its types are looked up with those values). Under the cache lock."""
-        have = {i for i, _ in sig.values}
-        if entry.value_leaves <= have:
-            return key
-        base = sig._replace(values=())
-        self._value_sigs[base] = tuple(sorted(have | entry.value_leaves))
-        leaves = self._split(args, kwargs)[0]
-        return self._key(self._with_values(leaves, base))
 
     def _specialize(self, entry: Compiled, sig: Signature) -> None:
         """Add the native fast-path entry of a signature to this object's dispatch table (and to
@@ -615,8 +545,7 @@ class Traced:
         """Drop every compiled signature (and the native fast-path entries)."""
         with _cache_lock:
             self._cache.clear()
-            self._scalar_sigs.clear()
-            self._value_sigs.clear()
+            self._learned.clear()
             self._last_sig = None
         with _table_lock:
             for target in (self, *self._owners):
@@ -699,43 +628,3 @@ def _as_tuple(x):
     return tuple(x)
 
 
-def _hashable(value, what):
-    try:
-        hash(value)
-    except TypeError:
-        raise InputError(f"{what} must be hashable to be part of the trace cache key, got "
-                         f"{type(value).__name__}; pass a tuple instead of a list, or make it a "
-                         f"traced (non-static) argument") from None
-    return value
-
-
-def _pretty_path(path, sig):
-    """'[0][0]...' of the (args, kwargs) tree to 'args[0]...' / 'kwargs['x']...'."""
-    if path.startswith("[0]"):
-        rest = path[3:]
-        return "args" + rest
-    if path.startswith("[1]"):
-        return "kwargs" + path[3:]
-    return path
-
-
-def _explain(old: Signature, new: Signature, sig) -> str:
-    if old.static != new.static:
-        return f"static arguments changed from {old.static} to {new.static}"
-    if old.treedef != new.treedef:
-        return f"argument structure changed from {old.treedef} to {new.treedef}"
-    paths = tree.leaf_paths(new.treedef)
-    diffs = [f"{_pretty_path(p, sig)} changed from {a} to {b}"
-             for p, a, b in zip(paths, old.types, new.types) if a != b]
-    if not diffs and old.values != new.values:
-        was = dict(old.values)
-        diffs = [f"{_pretty_path(paths[i], sig)} changed value from {was.get(i, '?')} to {v}"
-                 for i, v in new.values if was.get(i) != v]
-        if diffs:
-            diffs[-1] += (" (the trace needs the values of these Python scalars: a range "
-                          "bound, a shape or a branch)")
-    if not diffs and old.int_ranges != new.int_ranges:
-        diffs = [f"{_pretty_path(p, sig)} changed from a {a} to a {b}" for p, a, b in
-                 zip(paths, old.int_ranges or (None,) * len(paths),
-                     new.int_ranges or (None,) * len(paths)) if a != b]
-    return "; ".join(diffs) or "cache entry evicted (LRU)"

@@ -1,7 +1,10 @@
 """The derivative functions: grad, value_and_grad, jacfwd, jacrev, hessian.
 
 Each returns a ``Derivative``: on arrays it runs a cached ``trace`` of the whole derivative
-computation (one trace and compile per input signature); on tracers it inlines. They build on
+computation (one trace and compile per input signature); on tracers it inlines. Made again for
+a function that behaves the same (same code, closure contents, defaults: tracejit.funkey) with
+the same options, they return the same object, so ``tj.grad(f)(x)`` in a loop compiles once
+per signature. Non-differentiated Python ints and bools are traced, as in ``trace``. They build on
 jvp/vjp (tracejit.ad, whose docstring has the conventions: argnums, static arguments, complex
 numbers, numerics). jacfwd/jacrev/hessian push the whole basis through one vmapped jvp/vjp.
 """
@@ -14,18 +17,23 @@ import numpy as np
 from . import tree
 from .ad import _materialize, _stage, _value, vjp
 from .ad_util import Zero, tangent_type
-from .api import leaf_type, trace
+from .api import trace
 from .config import config
 from .core import Tracer, current_builder
 from .errors import InputError
+from .funkey import Memo
 from .ir import Type
+from .signature import leaf_type
 from .transforms.partial_eval import eval_linear
 
 
 def _is_static(a) -> bool:
+    """Whether a non-differentiated argument is passed as a static (hashable) value: not when it
+    is made of numbers and arrays only (Python ints and bools are traced as in ``trace``, and
+    specialised on only where their values are needed: see core.Builder.know_input)."""
     leaves = tree.flatten(a)[0]
-    if any(isinstance(x, (Tracer, np.ndarray, np.generic, float, complex)) and
-           not isinstance(x, bool) for x in leaves):
+    if all(isinstance(x, (Tracer, np.ndarray, np.generic, bool, int, float, complex))
+           for x in leaves):
         return False
     try:
         hash(a)
@@ -185,6 +193,24 @@ def _value_and_grad_body(fun, argnums, has_aux, holomorphic, kind):
     return body
 
 
+# Derivative objects by function behaviour and options: ``tj.grad(f)(x)`` written in a loop
+# finds the object (and its compiled signatures) the previous iteration made
+_memo = Memo()
+
+
+def _memoized(kind):
+    def wrap(make):
+        @functools.wraps(make)
+        def cached(fun, argnums=0, has_aux=False, holomorphic=False):
+            nums = argnums if isinstance(argnums, int) else tuple(argnums)
+            return _memo.get(fun, (kind, nums, bool(has_aux), bool(holomorphic)),
+                             lambda: make(fun, argnums, has_aux, holomorphic))
+        cached.__name__ = cached.__qualname__ = kind
+        return cached
+    return wrap
+
+
+@_memoized("value_and_grad")
 def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False):
     """``value_and_grad(f)(*args) -> (f(*args), grad(f)(*args))`` (``((value, aux), grad)``
     with ``has_aux``). See :func:`grad`."""
@@ -192,6 +218,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False):
     return _make_derivative(body, fun, "value_and_grad", argnums)
 
 
+@_memoized("grad")
 def grad(fun, argnums=0, has_aux=False, holomorphic=False):
     """The gradient of a scalar-valued ``fun`` with respect to argument(s) ``argnums``.
 
@@ -256,7 +283,7 @@ def _assemble(blocks, args_tree, out_tree, single):
     return tree.unflatten(out_tree, jac)
 
 
-def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
+def _jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     """The Jacobian by forward mode: the linearized graph pushes the whole basis of each input
     leaf as one batched (vmapped) JVP.
 
@@ -294,6 +321,10 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     return _make_derivative(body, fun, "jacfwd", argnums)
 
 
+jacfwd = _memoized("jacfwd")(_jacfwd)
+
+
+@_memoized("jacrev")
 def jacrev(fun, argnums=0, has_aux=False, holomorphic=False):
     """The Jacobian by reverse mode: the forward pass runs once and the backward graph pulls the
     whole basis of each output leaf as one batched (vmapped) VJP. Same layout as :func:`jacfwd`."""
@@ -326,9 +357,10 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False):
     return _make_derivative(body, fun, "jacrev", argnums)
 
 
+@_memoized("hessian")
 def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
     """The Hessian of a scalar ``fun``: ``jacfwd(jacrev(fun))`` (forward-over-reverse)."""
     inner = jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic)
-    outer = jacfwd(inner, argnums, has_aux=has_aux, holomorphic=holomorphic)
+    outer = _jacfwd(inner, argnums, has_aux=has_aux, holomorphic=holomorphic)
     outer.__name__ = f"hessian({getattr(fun, '__name__', 'f')})"
     return outer
