@@ -46,7 +46,7 @@ UPWARD_EXCEPTIONS = {
 KNOWN_FRONT_END_CIRCLES = frozenset(
     ["tracejit", "tracejit.ad", "tracejit.ad_util", "tracejit.api", "tracejit.checkpoint",
      "tracejit.control", "tracejit.core", "tracejit.custom", "tracejit.derivatives",
-     "tracejit.interpret", "tracejit.passes", "tracejit.test_util"]
+     "tracejit.interpret", "tracejit.passes", "tracejit.signature", "tracejit.test_util"]
     + [f"tracejit.numpy{m}" for m in (
         "", "._base", ".creation", ".dispatch", ".extra", ".indexing", ".intercept",
         ".intrange", ".linalg", ".logic", ".math", ".methods", ".mutation", ".nonzero",

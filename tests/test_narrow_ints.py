@@ -450,3 +450,50 @@ def test_ir_prints_narrow_dtypes():
     text = str(tj.jit(lambda a, b: (a + b) * np.uint8(3)).ir(np.ones(2, np.uint8),
                                                              np.ones(2, np.int8)))
     assert "a:u8[2] b:i8[2]" in text and ":i16[2] = convert" in text and "3:i16" in text
+
+
+# leftovers found by the mutating fuzzer (seeds 761, 771) ------------------------------------
+
+def test_bool_array_to_the_python_int_2_is_square():
+    # ndarray.__pow__ makes x ** 2 np.square(x), int8 for booleans; np.power(b, 2) is int64
+    b = np.array([True, False])
+    for k in (2, 3):
+        want = b ** k
+        for got in (tj.trace(lambda x: x ** k)(b), tj.trace(lambda x, e: x ** e)(b, k)):
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+    assert tj.trace(lambda x: np.power(x, 2))(b).dtype == np.power(b, 2).dtype
+
+
+@pytest.mark.parametrize("write", ["setitem", "slice", "fill", "copyto"])
+def test_out_of_range_python_int_argument_written_into_small_ints(write):
+    def f(x, v):
+        if write == "setitem":
+            x[0] = v
+        elif write == "slice":
+            x[1:] = v
+        elif write == "fill":
+            x.fill(v)
+        else:
+            np.copyto(x, v)
+        return x
+
+    for v in (300, -1):
+        x = np.zeros(3, np.uint8)
+        with pytest.raises(OverflowError, match=f"Python integer {v} out of bounds for uint8"):
+            f(x.copy(), v)
+        with pytest.raises(OverflowError, match=f"Python integer {v} out of bounds for uint8"):
+            tj.trace(f)(x, v)
+    np.testing.assert_array_equal(tj.trace(f)(np.zeros(3, np.uint8), 200),
+                                  f(np.zeros(3, np.uint8), 200))
+
+
+def test_python_int_beyond_int64_argument():
+    f = tj.trace(lambda x, k: x + k)
+    x = np.array([1, 2], np.uint64)
+    for k in (2**63, 2**64 - 3, 5):
+        got = f(x, k)
+        assert got.dtype == np.uint64
+        np.testing.assert_array_equal(got, x + k)
+    with pytest.raises(OverflowError):
+        f(np.array([1], np.int64), 2**63)

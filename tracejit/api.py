@@ -34,8 +34,7 @@ from .core import Tracer, current_builder, make_graph
 from .errors import InputError, numpy_shape_from_tracer
 from .ir import Graph
 from .passes import simplify
-from .signature import (Learned, Signature, explain, hashable, int_ranges, leaf_type,
-                        pretty_path)
+from .signature import Learned, Signature, explain, hashable, leaf_type, pretty_path
 
 log = logging.getLogger("tracejit")
 
@@ -193,7 +192,9 @@ class Compiled:
     def __call__(self, leaves):
         if self.writes:
             self.writes.check(leaves)
-        args = [np.asarray(x, dtype=v.ty.dtype) for x, v in zip(leaves, self.graph.invars)]
+        # (a Python int beyond int64 is passed to the function as a value, never read here)
+        args = [np.asarray(x if type(x) is not int or -2**63 <= x < 2**63 else 0,
+                           dtype=v.ty.dtype) for x, v in zip(leaves, self.graph.invars)]
         outs = self.executable(args)
         # 0-d results are NumPy scalars, as NumPy's own reductions return (and the native path),
         # but for the 0-d arrays the function made (np.array(2.0), x.astype of a 0-d array)
@@ -316,7 +317,8 @@ class Traced:
         leaves, treedef = tree.flatten((tuple(dyn_args), dyn_kwargs))
         paths = tree.leaf_paths(treedef)
         types = tuple(leaf_type(x, pretty_path(p, self._sig)) for x, p in zip(leaves, paths))
-        return leaves, Signature(treedef, types, tuple(static), int_ranges(leaves))
+        from .numpy import intrange
+        return leaves, Signature(treedef, types, tuple(static), intrange.ranges(leaves))
 
     def _signature(self, args, kwargs):
         """(dynamic leaves, Signature) of a call, the NumPy scalars it traces immutable and the

@@ -10,7 +10,6 @@ signature decides it, and every later call of those types is looked up with it.
 """
 from __future__ import annotations
 
-import threading
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -78,12 +77,6 @@ def value_key(x):
     return x
 
 
-def int_ranges(leaves) -> tuple:
-    """Signature.int_ranges of these leaves (empty when no leaf is a Python int)."""
-    from .numpy import intrange
-    ranges = tuple(intrange.of(x) if type(x) is int else None for x in leaves)
-    return ranges if any(r is not None for r in ranges) else ()
-
 # what code that needs a real Python int raises on a traced one (a value error is the user's)
 _NEEDS_A_REAL_INT = (TypeError, AttributeError, NotImplementedError)
 
@@ -93,13 +86,14 @@ def _python_int(x) -> bool:
 
 
 class Learned:
-    """What the traces of one function taught about its signatures (thread-safe): the
+    """What the traces of one function taught about its signatures: the
     NumPy-scalar leaves to trace immutable (an in-place op NumPy does by rebinding them), and
     the Python int/bool leaves to key by value (their values were needed, or they are pinned:
-    passed as Python values after the trace with them traced failed)."""
+    passed as Python values after the trace with them traced failed). Thread-safe: each change
+    is one dict operation."""
 
     def __init__(self):
-        self._lock = threading.Lock()
+        # (no lock, none to inherit held across os.fork: dict operations are atomic)
         self._scalars: dict = {}         # signature -> NumPy-scalar leaves to trace immutable
         self._values: dict = {}          # signature -> (leaves keyed by value, pinned)
 
@@ -108,7 +102,13 @@ class Learned:
         scalars = self._scalars.get(sig)
         if scalars and all(isinstance(leaves[i], np.generic) for i in scalars):
             sig = sig._replace(scalars=scalars)
-        return self.with_values(leaves, sig)
+        sig = self.with_values(leaves, sig)
+        if not sig.pinned and any(type(x) is int and not -2**63 <= x < 2**63 for x in leaves):
+            # beyond int64 (uint64_array + 2**63 is fine in NumPy): a traced int cannot hold
+            # it, so the ints are passed as Python values
+            ints = tuple(i for i, x in enumerate(leaves) if _python_int(x))
+            sig = sig._replace(values=tuple((i, leaves[i]) for i in ints), pinned=True)
+        return sig
 
     def with_values(self, leaves, sig: Signature) -> Signature:
         needed, pinned = self._values.get(sig._replace(values=(), pinned=False), ((), False))
@@ -146,14 +146,13 @@ class Learned:
         self._learn(self._values, base, (tuple(sorted(have | needed)), False))
         return self.with_values(leaves, base)
 
-    def _learn(self, table, sig, what):
-        with self._lock:
-            table[sig] = what
+    @staticmethod
+    def _learn(table, sig, what):
+        table[sig] = what
 
     def clear(self) -> None:
-        with self._lock:
-            self._scalars.clear()
-            self._values.clear()
+        self._scalars.clear()
+        self._values.clear()
 
 
 def hashable(value, what):

@@ -16,6 +16,7 @@ from ..core import Tracer, static_value, type_of
 from ..errors import ConcretizationError, UnsupportedError
 from ..ir import Literal
 from ..ops import structural as st
+from . import intrange
 from ._base import as_traceable, broadcast_shapes, implements, normalize_axis
 
 __all__ = ["take", "take_along_axis", "getitem", "compress", "extract"]
@@ -328,6 +329,8 @@ def update(x, idx, values, mode):
     from .shape import broadcast_to, ravel, reshape
     x = as_traceable(x)
     t = type_of(x)
+    if isinstance(values, Tracer):
+        intrange.check_narrowing(values, t.dtype)    # a Python-int argument that does not fit
     idx = tuple(static_value(c) for c in idx) if isinstance(idx, tuple) else static_value(idx)
     if isinstance(idx, Tracer) and idx.dtype == dtypes.bool_:
         return _update_masked(x, t, idx, values, mode)

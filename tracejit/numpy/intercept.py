@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import os
 import sys
 import threading
 
@@ -191,6 +192,13 @@ def _wrapper(name):
 _WRAPPERS = {name: _wrapper(name) for name in CREATION}
 _lock = threading.Lock()
 _active = 0
+# taken around os.fork (a leaf lock, held only to swap the functions): a child forked while
+# another thread entered a trace would otherwise wait for it forever (1 child in ~1000 did).
+# A child may keep the wrappers installed for its parent's other threads' traces: they call
+# the originals outside a trace, so that costs a check per call, never a different result.
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_lock.acquire, after_in_parent=_lock.release,
+                        after_in_child=_lock.release)
 
 
 def _enter():

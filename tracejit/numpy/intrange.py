@@ -66,6 +66,12 @@ def of(value: int) -> IntRange:
     return IntRange(*(_fits(value, dt) for dt in _NARROW), value < 0)
 
 
+def ranges(leaves) -> tuple:
+    """Signature.int_ranges of a call's leaves (empty when no leaf is a Python int)."""
+    out = tuple(of(x) if type(x) is int else None for x in leaves)
+    return out if any(r is not None for r in out) else ()
+
+
 def _field(dtype):
     """The IntRange field saying whether an int fits ``dtype`` (a dtype ``narrows`` to), and
     the value of that field for which it fits."""

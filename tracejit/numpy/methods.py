@@ -55,11 +55,25 @@ def _view(self, dtype=None, type=None):
     return self
 
 
+def _python_int(x):
+    """The value of a Python int, also of a traced Python-int argument (whose value the trace
+    then needs: see Tracer.known), else None."""
+    if type(x) is int:
+        return x
+    if isinstance(x, Tracer) and x.ty.weak and x.dtype.kind == "i":
+        value = x.known(need=True)
+        return None if value is None else int(value)
+    return None
+
+
 def _pow(self, other):
     """``x ** y``: like ndarray.__pow__, an inexact array to the Python scalar 2, -1 or 0.5 is
-    square, reciprocal or sqrt (NumPy's fast_scalar_power), where that differs from np.power."""
+    square, reciprocal or sqrt (NumPy's fast_scalar_power), where that differs from np.power;
+    so is a boolean array to the Python int 2 (square: int8)."""
     if self.dtype.kind in "fc" and type(other) is float and other == 0.5:
         return math.sqrt(self)              # sqrt(-0.0) = -0.0 and sqrt(-inf) = nan, unlike pow
+    if self.dtype == dtypes.bool_ and _python_int(other) == 2:
+        return math.square(self)            # int8, where np.power(bool, 2) is int64
     if self.dtype.kind == "c" and type(other) is int and other in (2, -1):
         # complex square/reciprocal round differently from the power loop; real ones agree
         return math.square(self) if other == 2 else math.reciprocal(self)

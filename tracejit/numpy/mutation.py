@@ -26,7 +26,7 @@ import numpy as np
 from .. import dtypes
 from ..core import Tracer, static_value, type_of
 from ..errors import ConcretizationError, TracerError, UnsupportedError
-from . import indexing, linalg, math
+from . import indexing, intrange, linalg, math
 from . import shape as shp
 from ._base import convert
 
@@ -416,6 +416,8 @@ def write_result(dst, result, casting="same_kind", where=True, what="out="):
     if not rt.weak and not np.can_cast(rt.dtype, dst.dtype, casting=casting):
         raise TypeError(f"Cannot cast array data from dtype('{rt.dtype}') to "
                         f"dtype('{dst.dtype}') according to the rule '{casting}' ({what})")
+    if isinstance(result, Tracer):
+        intrange.check_narrowing(result, dst.dtype)  # a Python-int argument that does not fit
     new = broadcast(convert(result, dst.dtype), dst.shape)
     if where is not True:
         new = select(where, new, value(dst))
