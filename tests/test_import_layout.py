@@ -48,9 +48,9 @@ KNOWN_FRONT_END_CIRCLES = frozenset(
      "tracejit.control", "tracejit.core", "tracejit.custom", "tracejit.derivatives",
      "tracejit.interpret", "tracejit.passes", "tracejit.signature", "tracejit.test_util"]
     + [f"tracejit.numpy{m}" for m in (
-        "", "._base", ".creation", ".dispatch", ".extra", ".indexing", ".intercept",
+        "", "._base", ".creation", ".dispatch", ".einsum", ".extra", ".indexing", ".intercept",
         ".intrange", ".linalg", ".logic", ".math", ".methods", ".mutation", ".nonzero",
-        ".reductions", ".shape")]
+        ".reductions", ".shape", ".tail")]
     + [f"tracejit.ops.{m}" for m in ("contraction", "control", "elementwise", "reductions",
                                      "structural")]
     + [f"tracejit.transforms.{m}" for m in ("batching", "jvp", "partial_eval", "transpose")])

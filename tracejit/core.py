@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import gc
 import operator
+import os
+import threading
 from typing import Any, Callable
 
 import numpy as np
@@ -174,7 +177,9 @@ class Tracer:
             "array)", "Use tracejit.numpy (or plain NumPy functions, which dispatch to tracejit "
             "on tracers) instead of forcing a concrete array; to store traced values into an "
             "array, create it inside the function with np.zeros/np.empty/np.array (which trace) "
-            "or update it functionally with x.at[idx].set(v)."))
+            "or update it functionally with x.at[idx].set(v). To index a NumPy array c with "
+            "traced indices, write np.array(c)[i] in the function (it traces) or "
+            "tracejit.numpy.take(c, i): c[i] asks NumPy, which needs concrete indices."))
         # a copy: writing into the result must not change the trace's constant
         return np.array(value, dtype=dtype, copy=True)
 
@@ -430,8 +435,52 @@ def register_trace_hooks(enter: Callable, exit: Callable) -> None:
     _trace_hooks.append((enter, exit))
 
 
+_gc_lock = threading.Lock()
+_gc_depth = 0                  # traces and passes running with full collections deferred
+_gc_saved = None               # the collector's thresholds before the outermost one began
+# a leaf lock, taken around os.fork (as numpy/intercept's): a child never inherits it held,
+# and a child forked in the middle of another thread's trace gets full collections back
+if hasattr(os, "register_at_fork"):
+    def _gc_after_fork_in_child():
+        global _gc_depth
+        if _gc_depth:
+            gc.set_threshold(*_gc_saved)
+            _gc_depth = 0
+        _gc_lock.release()
+    os.register_at_fork(before=_gc_lock.acquire, after_in_parent=_gc_lock.release,
+                        after_in_child=_gc_after_fork_in_child)
+
+
+@contextlib.contextmanager
+def full_collections_deferred():
+    """Run the body without the cyclic garbage collector's full collections (of the oldest
+    generation); the young generations are still collected, which frees the cycles a trace
+    makes (they die young). Why: CPython starts a full collection, a walk over every live
+    object, each time the long-lived objects have grown by a quarter, so while a trace or a pass
+    builds a large graph (10^5 equations are millions of objects) it walks the growing heap again
+    and again; that was a quarter of the time of tracing a 64k-equation gradient, and the part of
+    it that grew faster than the graph. The graph being built stays alive, so those walks free
+    nothing. Nested and concurrent uses share one deferral, which the last to finish ends (the
+    next full collection then runs when CPython would have started it)."""
+    global _gc_depth, _gc_saved
+    with _gc_lock:
+        if _gc_depth == 0:
+            _gc_saved = gc.get_threshold()
+            gc.set_threshold(_gc_saved[0], _gc_saved[1], 1 << 30)
+        _gc_depth += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            if _gc_depth:                     # (0: reset in a forked child)
+                _gc_depth -= 1
+                if _gc_depth == 0:
+                    gc.set_threshold(*_gc_saved)
+
+
 def make_graph(fn: Callable, in_types, *, nout_hint=None) -> tuple[Graph, list]:
-    """Trace ``fn(*tracers) -> list of outputs`` into a Graph.
+    """Trace ``fn(*tracers) -> list of outputs`` into a Graph (full garbage collections
+    deferred meanwhile: see ``full_collections_deferred``).
 
     Returns (graph, captured): outer tracers the function closed over become trailing graph inputs;
     ``captured`` lists them so the caller can pass them when evaluating the graph.
@@ -442,8 +491,9 @@ def make_graph(fn: Callable, in_types, *, nout_hint=None) -> tuple[Graph, list]:
     for enter, _ in _trace_hooks:
         enter()
     try:
-        outs = fn(*args)
-        graph = builder.finish(list(outs))
+        with full_collections_deferred():
+            outs = fn(*args)
+            graph = builder.finish(list(outs))
     finally:
         for _, exit_ in _trace_hooks:
             exit_()

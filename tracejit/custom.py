@@ -23,10 +23,10 @@ import numpy as np
 
 from . import ad_util as ad
 from . import tree
-from .signature import leaf_type
 from .core import Primitive, Tracer, current_builder, eval_graph, literal_value, make_graph
 from .errors import InputError, UnsupportedError
-from .ir import Graph
+from .ir import Graph, Literal
+from .signature import leaf_type
 
 __all__ = ["stop_gradient", "custom_jvp", "custom_vjp"]
 
@@ -133,7 +133,7 @@ class custom_jvp:
 def _jvp_rule_adapter(rule, in_tree, out_tree):
     def jvp(primals, tangents):
         tangents = [ad.instantiate(t) for t in tangents]
-        p = tree.unflatten(in_tree, primals)
+        p = tree.unflatten(in_tree, _user_values(primals))
         t = tree.unflatten(in_tree, tangents)
         out, t_out = rule(tuple(p), tuple(t))
         outs, o_tree = tree.flatten(out)
@@ -190,8 +190,15 @@ def _named(fn, like):
     return fn
 
 
+def _user_values(values):
+    """Operands as the user's rules see them: a literal operand (a Python number the function
+    was called with) as that number again, not an IR Literal."""
+    return [(v.value.item() if v.ty.weak else v.value) if isinstance(v, Literal) else v
+            for v in values]
+
+
 def _run_fwd(fwd, in_tree, out_tree, primals):
-    out, res = fwd(*tree.unflatten(in_tree, list(primals)))
+    out, res = fwd(*tree.unflatten(in_tree, _user_values(primals)))
     outs, o_tree = tree.flatten(out)
     if o_tree != out_tree:
         raise InputError(f"custom_vjp fwd returned {o_tree}; the function returns {out_tree}")

@@ -12,10 +12,12 @@ from . import intercept as _intercept  # noqa: F401  (NumPy's creation functions
 from .creation import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
+from .einsum import *  # noqa: F401,F403
 from .logic import *  # noqa: F401,F403
 from .math import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
 from .extra import *  # noqa: F401,F403
+from .tail import *  # noqa: F401,F403
 from .nonzero import *  # noqa: F401,F403
 from .mutation import *  # noqa: F401,F403  (view functions: writes through them reach the base)

@@ -1,4 +1,5 @@
-"""Products: dot matmul vdot inner outer tensordot einsum trace diagonal (all via dot_general)."""
+"""Products: dot matmul vdot inner outer tensordot trace diagonal (all via dot_general; einsum
+is in einsum.py)."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,8 +9,8 @@ from ..errors import ShapeError, UnsupportedError
 from ..ops.contraction import dot_general_p
 from ._base import as_traceable, convert, implements, result_type
 
-__all__ = ["dot", "matmul", "vdot", "inner", "outer", "tensordot", "einsum", "trace", "diagonal",
-           "kron", "cross"]
+__all__ = ["dot", "matmul", "vdot", "inner", "outer", "tensordot", "trace", "diagonal", "kron",
+           "cross"]
 
 
 def _dot_general(a, b, contract, batch=((), ())):
@@ -136,85 +137,6 @@ def tensordot(a, b, axes=2):
             raise ShapeError(f"tensordot: shape-mismatch for sum: {ta.shape} axis {x} vs "
                              f"{tb.shape} axis {y}")
     return _bool_product(_dot_general(a, b, (ca, cb)), a, b)
-
-
-@implements(np.einsum)
-def einsum(subscripts, *operands, optimize=False, **kwargs):
-    """Einstein summation for explicit or implicit subscripts without ellipsis.
-
-    Contracted pairwise left to right with dot_general; indices seen only in one operand and not
-    in the output are summed first; repeated indices in one operand take the diagonal.
-    """
-    from .reductions import sum as sum_
-    from .shape import transpose
-    if "..." in subscripts:
-        raise UnsupportedError("einsum with '...' (ellipsis) is not supported yet; write the "
-                               "batch dimensions out explicitly")
-    subscripts = subscripts.replace(" ", "")
-    if "->" in subscripts:
-        ins, out = subscripts.split("->")
-    else:
-        ins = subscripts
-        letters = ins.replace(",", "")
-        out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
-    terms = ins.split(",")
-    if len(terms) != len(operands):
-        raise ValueError(f"einsum: {len(terms)} subscripts but {len(operands)} operands")
-    ops = []
-    for term, op in zip(terms, operands):
-        op = as_traceable(op)
-        if len(term) != type_of(op).ndim:
-            raise ShapeError(f"einsum: subscript {term!r} has {len(term)} letters but the operand "
-                             f"has shape {type_of(op).shape}")
-        op, term = _einsum_diagonal(op, term)
-        ops.append((op, term))
-
-    def needed_later(k, letters_now):
-        rest = out + "".join(t for _, t in ops[k:])
-        return [c for c in letters_now if c in rest]
-
-    # sum out letters that appear in one operand only and nowhere else
-    for k, (op, term) in enumerate(ops):
-        others = out + "".join(t for j, (_, t) in enumerate(ops) if j != k)
-        drop = tuple(i for i, c in enumerate(term) if c not in others)
-        if drop:
-            op = sum_(op, axis=drop, dtype=type_of(op).dtype)     # einsum keeps the dtype
-            term = "".join(c for i, c in enumerate(term) if i not in drop)
-        ops[k] = (op, term)
-    acc, acc_t = ops[0]
-    for k in range(1, len(ops)):
-        op, term = ops[k]
-        later = out + "".join(t for _, t in ops[k + 1:])
-        shared = [c for c in acc_t if c in term]
-        batch = [c for c in shared if c in later]
-        contract = [c for c in shared if c not in later]
-        acc = _dot_general(acc, op, (tuple(acc_t.index(c) for c in contract),
-                                     tuple(term.index(c) for c in contract)),
-                           (tuple(acc_t.index(c) for c in batch),
-                            tuple(term.index(c) for c in batch)))
-        acc_t = "".join(batch) + "".join(c for c in acc_t if c not in shared) + \
-            "".join(c for c in term if c not in shared)
-    drop = tuple(i for i, c in enumerate(acc_t) if c not in out)
-    if drop:
-        acc = sum_(acc, axis=drop, dtype=type_of(acc).dtype)
-        acc_t = "".join(c for i, c in enumerate(acc_t) if i not in drop)
-    if len(out) != len(acc_t) or set(out) != set(acc_t):
-        raise ValueError(f"einsum: output subscript {out!r} does not match inputs")
-    acc = transpose(acc, tuple(acc_t.index(c) for c in out))
-    if all(type_of(op).dtype.kind == "b" for op, _ in ops) and type_of(acc).dtype.kind != "b":
-        from .math import not_equal
-        acc = not_equal(acc, 0)              # NumPy: an einsum of bools is bool (any of ands)
-    return acc
-
-
-def _einsum_diagonal(op, term):
-    while len(set(term)) < len(term):
-        c = next(ch for ch in term if term.count(ch) > 1)
-        i = term.index(c)
-        j = term.index(c, i + 1)
-        op = diagonal(op, 0, i, j)
-        term = "".join(ch for k, ch in enumerate(term) if k not in (i, j)) + c
-    return op, term
 
 
 @implements(np.diagonal)
