@@ -1,4 +1,5 @@
-"""Shared test setup: IR verification after every pass, hypothesis profile for CI."""
+"""Shared test setup: IR verification after every pass (``check_ir`` also runs the backend's plan
+verifier after every partition and buffer plan), hypothesis profile for CI."""
 import os
 
 import pytest

@@ -11,7 +11,8 @@ Pipeline; each part imports only the parts listed before it (tests/test_import_l
                    fallbacks; ``lowering.py`` names what the emitters can lower), view sinking
                    first (``sinkviews.py``), row and epilogue fusion last (``rowfuse.py``,
                    ``epilogue.py``); cycle-free joins, topological schedule, output aliasing.
-                   ``buffers.py``: slots and one arena per call from liveness.
+                   ``buffers.py``: slots and one arena per call from liveness. ``verify.py``
+                   checks both whenever ``config.check_ir`` is on (always under pytest).
 - ``engine/``      ``jit.py`` (the only module that touches ``llvmlite.binding``: host target,
                    compile, symbols), ``diskcache.py``, ``threads.py`` (the native pool).
 - ``mathlib/``     the vector math library;  ``matmul/``: tiled kernels and BLAS.

@@ -5,7 +5,7 @@ every equation to a step (``steps``: one record and one legality test per step k
 the names and dtypes of ``lowering``), fuses matrix-vector pairs row-wise (``rowfuse``) and
 elementwise consumers into matmul kernels (``epilogue``), and fixes the execution order;
 ``buffers.plan_buffers(plan)`` gives every materialised value one slot and the temporaries one
-arena.
+arena. ``verify`` checks both (under pytest: ``config.check_ir``).
 
 Invariant: nothing here imports ``llvmlite`` or another part of the backend except ``abi``;
 ``emit/`` and ``runtime/`` import this package, never the reverse.

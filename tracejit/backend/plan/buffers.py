@@ -19,9 +19,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...config import config
 from ...ir import Literal
 from ..abi import DESC_BYTES
 from .steps import FallbackStep, LoopGroup, MatmulStep, step_reads
+from .verify import verify_buffers
 
 ALIGN = 64
 
@@ -110,6 +112,8 @@ def plan_buffers(plan) -> BufferPlan:
         best[2] = max(last, pos)
         bp.add(v, "temp", best[0])
     bp.err_slot = len(bp.slots)          # pointer to the call's i32 error cell
+    if config.check_ir:
+        verify_buffers(plan, bp)
     return bp
 
 

@@ -18,7 +18,7 @@ Invariants:
 - Planning is pure: it reads the graph, the legality tests of ``steps.py`` (which read the
   names and dtypes of ``lowering.py``) and one fact about the target, its vector width; it
   never imports llvmlite or an emitter. The steps are carried out by ``emit/`` and
-  ``runtime/``.
+  ``runtime/``; ``verify.py`` checks a finished plan (under pytest, after every partition).
 
 Step kinds: a ``LoopGroup`` holds elementwise equations (any real or complex dtype with a rule
 named in ``lowering.py``), ``take`` (gather, bounds-checked), reductions as *sinks*
@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...config import config
 from ...ir import Eqn, Literal, Type, Var
 from .epilogue import fuse_epilogues
 from .rowfuse import fuse_rowwise
@@ -42,6 +43,7 @@ from .steps import (ARG_PRIMS, REDUCE_PRIMS, ArgStep, ControlStep, EqnStep, Fall
                     LoopGroup, MatmulStep, Plan, ScanStep, ScatterStep, can_lower,
                     can_lower_arg, can_lower_arg_any, can_lower_scan, can_lower_scatter,
                     can_lower_take, matmul_layout, step_reads, touches_stack)
+from .verify import verify_plan
 from .views import VIEW_PRIMS, View, unit_reshape
 
 
@@ -178,6 +180,8 @@ def partition(graph, vector_bytes: int) -> Plan:
                 continue
         _fallback(plan, eqn)
     _finish(plan)
+    if config.check_ir:
+        verify_plan(plan)
     return plan
 
 

@@ -159,6 +159,10 @@ def fuse_rowwise(plan):
         p = s2.eqn.outvars[0]
         new.writes = [v for v, _ in keep] + [p]
         new.preds = set(outside)
+        for s in trio:                           # nothing of the trio is written but by `new`
+            for v in s.writes:
+                if plan.producer.get(id(v)) is s:
+                    del plan.producer[id(v)]
         for vid in new.members:
             plan.member_of[vid] = new
         plan.producer[id(p)] = new

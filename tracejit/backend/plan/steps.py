@@ -17,7 +17,7 @@ emitter that carries it out (``emit/<kind>.py``, which imports this module, neve
 
 Invariants: records are plain data (no LLVM values); a legality test reads only the equation
 and the views planned so far; ``Step.writes`` lists every materialised var the step defines and
-``Plan.producer`` maps each of them to exactly one step.
+``Plan.producer`` maps each of them to exactly one step (checked by ``verify.py``).
 """
 from __future__ import annotations
 
