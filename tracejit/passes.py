@@ -22,6 +22,7 @@ import numpy as np
 
 from .bugreport import compiler_stage
 from .config import config
+from .core import full_collections_deferred
 from .ir import Eqn, Graph, Literal, Var, print_graph, verify
 from .ops import elementwise as ew
 from .ops.control import while_p
@@ -445,13 +446,15 @@ def simplify(graph: Graph, inline: bool = True) -> Graph:
     only while constant folding has work left (see ``PIPELINE``).
 
     ``inline=False`` keeps call primitives (checkpoint regions, custom rules) as they are: AD
-    simplifies a JVP graph that way before partial evaluation, which needs the regions."""
-    graph = _simplify_subgraphs(graph, inline)
-    for _ in range(4):
-        for name, fn in PIPELINE:
-            if name == "inline" and not inline:
-                continue
-            graph = run_pass(name, fn, graph)
-        if not any(_foldable(e, e.invars) for e in graph.eqns):
-            break
+    simplifies a JVP graph that way before partial evaluation, which needs the regions.
+    Full garbage collections wait until it is done (see core.full_collections_deferred)."""
+    with full_collections_deferred():
+        graph = _simplify_subgraphs(graph, inline)
+        for _ in range(4):
+            for name, fn in PIPELINE:
+                if name == "inline" and not inline:
+                    continue
+                graph = run_pass(name, fn, graph)
+            if not any(_foldable(e, e.invars) for e in graph.eqns):
+                break
     return graph
