@@ -487,3 +487,18 @@ def test_numpy_scalar_arguments_rebind_and_zero_d_arrays_are_written():
         h(np.array(3))
     with pytest.raises(TypeError, match="same_kind"):
         fh(np.array(3))
+
+
+def test_real_and_imag_of_numpy_scalars_are_new_scalars():
+    # fuzz 811 #759: np.imag of a reduction result (a NumPy scalar) is a new scalar, so an
+    # in-place operator on it rebinds (it was refused as a write into a read-only view)
+    def f(a, c):
+        v = np.imag(np.sum(a))
+        v **= 2
+        r = np.real(np.sum(c))
+        r += 1
+        return v, r
+
+    for backend in ("llvm", "interpret"):
+        got = tj.trace(f, backend=backend)(1.5, np.array([1 + 2j]))
+        assert got == f(1.5, np.array([1 + 2j]))

@@ -18,7 +18,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import tracejit as tj  # noqa: E402
-from tracejit.errors import ConcretizationError, TracerError, UnsupportedError  # noqa: E402
+from tracejit.errors import ConcretizationError, UnsupportedError  # noqa: E402
 from tests.kernels.npbench_like import KERNELS, NAMES  # noqa: E402
 from tests.kernels.run_kernels import compare_results  # noqa: E402
 
@@ -42,19 +42,12 @@ XFAIL = {
     "azimint_hist": (UnsupportedError, "np.histogram is not supported on traced arrays"),
     "azimint_naive": (ConcretizationError,
                       "data[mask] with a traced mask (data-dependent shape)"),
-    # HEAD raises ConcretizationError (while on a traced value); with the if/while conversion
-    # in progress (tracejit/autograph.py) the converted while loop, whose body writes into the
-    # arguments, leaks a tracer (TracerError). TracerError is the base of both.
-    "channel_flow": (TracerError, "while udiff > .001 on a traced value (converted loop whose "
-                                  "body writes into arguments leaks a tracer)"),
     "cholesky2": (UnsupportedError, "np.linalg.cholesky is not supported on traced arrays"),
     "contour_integral": (UnsupportedError,
                          "np.linalg.solve / np.linalg.inv are not supported on traced arrays"),
     "mandelbrot1": (ConcretizationError, "Z[I] with a traced mask (data-dependent shape)"),
     "mandelbrot2": (AttributeError, "Tracer.shape has no setter (Xi.shape = n)"),
     "nbody": (ConcretizationError, "x[x > 0] with a traced mask (data-dependent shape)"),
-    "nussinov": (ConcretizationError, _CONTROL + ": if b1 + b2 == 3 in a helper whose branches "
-                                                 "return (not converted)"),
     "spmv": (ConcretizationError,
              "slice bounds read from a traced array (A_col[A_row[i]:A_row[i + 1]])"),
     "vadv": (ConcretizationError, "np.ndarray(shape) is a NumPy array: traced values cannot be "

@@ -138,7 +138,15 @@ def test_unsupported_dtype_constant():
 ADVICE = ("tracejit.numpy.where", "tracejit.cond", "static_argnums")
 
 
-def test_if_on_tracer():
+@pytest.fixture
+def no_autograph():
+    old = tracejit.config.autograph
+    tracejit.config.autograph = False        # the error a conversion would otherwise avoid
+    yield
+    tracejit.config.autograph = old
+
+
+def test_if_on_tracer(no_autograph):
     def f(a):
         if a[0, 0] > 0:  # HERE
             return a
@@ -154,6 +162,22 @@ def test_if_on_tracer():
             a = a - 1
         return a
     _raises(tracejit.ConcretizationError, h, A, marker="# HERE", must=("while_loop",))
+
+
+def test_if_on_tracer_converted_or_named():
+    # with conversion (the default) these trace; what cannot be converted names the line
+    def f(a):
+        if a[0, 0] > 0:
+            return a
+        return -a
+    np.testing.assert_array_equal(tracejit.trace(f)(A), f(A))
+
+    def k(a):
+        while True:
+            if a.sum() > 0:  # HERE
+                break
+        return a
+    _raises(tracejit.ConcretizationError, k, A, marker="# HERE", must=("break",))
 
 
 def test_float_int_of_tracer():

@@ -48,7 +48,7 @@ import weakref
 
 import numpy as np
 
-from . import tree
+from . import autograph, tree
 from .ad_util import differentiable, instantiate, is_zero, tangent_type
 from .api import _compile
 from .signature import leaf_type
@@ -76,7 +76,7 @@ class _Staged:
         box = []
 
         def flat(*tracers):
-            out = fun(*tree.unflatten(in_tree, list(tracers)))
+            out = autograph.call(fun, *tree.unflatten(in_tree, list(tracers)))
             if has_aux:
                 if not (isinstance(out, (tuple, list)) and len(out) == 2):
                     raise InputError("has_aux=True requires the function to return a pair "

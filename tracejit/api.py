@@ -28,10 +28,10 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from . import tree
+from . import autograph, tree
 from .config import _on_code_change, config
 from .core import Tracer, current_builder, make_graph
-from .errors import InputError, numpy_shape_from_tracer
+from .errors import ConcretizationError, InputError, numpy_shape_from_tracer
 from .ir import Graph
 from .passes import simplify
 from .signature import Learned, Signature, explain, hashable, leaf_type, pretty_path
@@ -297,6 +297,7 @@ class Traced:
         self._hits = self._misses = self._traces = 0
         self._last_sig: Signature | None = None
         self._learned = Learned()        # how later calls of a signature are keyed and traced
+        self._autograph = False          # trace with Python control flow converted (autograph)
 
     # signature ---------------------------------------------------------------------------------
     def _split(self, args, kwargs):
@@ -360,7 +361,11 @@ class Traced:
             ranges = sig.int_ranges or (None,) * len(tracers)
             with intrange.arguments(tracers, ranges, call_leaves) as used:
                 try:
-                    out = self.fun(*full, **kw)
+                    if self._autograph:
+                        with autograph.enabled():
+                            out = autograph.call(self.fun, *full, **kw)
+                    else:
+                        out = autograph.call(self.fun, *full, **kw)   # (on inside a conversion)
                 except TypeError as exc:
                     better = numpy_shape_from_tracer(exc)
                     if better is None:
@@ -380,7 +385,14 @@ class Traced:
         if count:
             with _cache_lock:
                 self._traces += 1
-        graph, captured = make_graph(flat_fun, sig.types)
+        try:
+            graph, captured = make_graph(flat_fun, sig.types)
+        except ConcretizationError as exc:
+            if not (getattr(exc, "control_flow", False) and config.autograph) or \
+                    self._autograph:
+                raise
+            self._autograph = True     # Python branched on a traced value: convert it, again
+            graph, captured = make_graph(flat_fun, sig.types)
         assert not captured
         outputs = out_tree_box[0]
         if outputs.writes:
@@ -425,7 +437,7 @@ class Traced:
         """The general call path: signature, cache lookup (trace + compile on a miss), run."""
         leaves, sig = self._signature(args, kwargs)
         if any(isinstance(x, Tracer) for x in leaves):
-            return self.fun(*args, **kwargs)        # inside another trace: inline
+            return autograph.call(self.fun, *args, **kwargs)    # inside another trace: inline
         remember = []            # what a retrace that worked teaches about later calls
         while True:
             try:

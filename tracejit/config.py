@@ -38,6 +38,11 @@ Attributes (all plain, settable at run time):
   for bit the same in both tiers. Assigning False stops further tier-ups (kernels already
   switched stay switched); it is read when a signature is compiled and when it turns hot.
 
+- ``autograph``: when a trace fails because Python branched on a traced value (``if``,
+  ``while``, ``and``/``or``/``not``, ``a if c else b``), trace again with the user's functions
+  converted to graph control flow (``tracejit/autograph.py``); env TRACEJIT_AUTOGRAPH=0 turns
+  it off.
+
 Settings that can take a bad value are validated on assignment (``_VALIDATORS``): a bad value
 raises TypeError or ValueError and leaves the old value (and the native mirrors) unchanged; a
 bad environment variable is reported with a warning and the default is used instead.
@@ -141,6 +146,7 @@ class Config:
                        int)
         self.reuse_outputs = _flag("TRACEJIT_REUSE_OUTPUTS", True)
         self.hot_tier = _flag("TRACEJIT_HOT_TIER", True)
+        self.autograph = _flag("TRACEJIT_AUTOGRAPH", True)
         self.bug_report_dir = env.get("TRACEJIT_BUG_REPORT_DIR") or None
 
     # Settings that change what a compiled function computes; assigning one of them drops the

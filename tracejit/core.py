@@ -140,11 +140,17 @@ class Tracer:
             f"is only known when the compiled function runs. {instead}")
 
     def __bool__(self):
-        return bool(self._concrete(
-            "Python control flow on a traced value (if/while/and/or/bool())",
-            "Use tracejit.numpy.where(cond, a, b) for a select, tracejit.cond / "
-            "tracejit.while_loop for branches and loops, or mark the argument static "
-            "with static_argnums / static_argnames."))
+        try:
+            return bool(self._concrete(
+                "Python control flow on a traced value (if/while/and/or/bool())",
+                "Use tracejit.numpy.where(cond, a, b) for a select, tracejit.cond / "
+                "tracejit.while_loop for branches and loops, or mark the argument static "
+                "with static_argnums / static_argnames. (tracejit converts if/while statements "
+                "on traced values by itself, but not those containing break, continue or "
+                "return, nor code whose source it cannot read.)"))
+        except ConcretizationError as e:
+            e.control_flow = True          # api.Traced traces again with it converted
+            raise
 
     def __float__(self):
         return float(self._concrete("float()", "Keep it an array, or pass it as a static "

@@ -14,7 +14,7 @@ import functools
 
 import numpy as np
 
-from . import tree
+from . import autograph, tree
 from .ad import _materialize, _stage, _value, vjp
 from .ad_util import Zero, tangent_type
 from .api import trace
@@ -165,7 +165,7 @@ def _partial(fun, args, kwargs, nums):
         full = list(args)
         for i, d in zip(nums, dargs):
             full[i] = d
-        return fun(*full, **kwargs)
+        return autograph.call(fun, *full, **kwargs)      # (converted when the trace says so)
     return f_part
 
 

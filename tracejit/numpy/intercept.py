@@ -35,7 +35,11 @@ _LIBRARIES = ("numpy", "tracejit", "scipy")
 
 
 def _from_library(depth=2) -> bool:
-    name = sys._getframe(depth).f_globals.get("__name__", "")
+    frame = sys._getframe(depth)
+    name = frame.f_globals.get("__name__", "")
+    if name == "tracejit.autograph":        # a call from converted user code: its caller's
+        frame = frame.f_back
+        name = frame.f_globals.get("__name__", "") if frame is not None else ""
     return name.partition(".")[0] in _LIBRARIES
 
 

@@ -376,16 +376,16 @@ _COMPLEX_PART = "writing into the {} part of a traced complex array is not suppo
 
 def real(x, /):
     out = math.real(x)
-    if not isinstance(x, Tracer) or not dtypes.is_complex(x.dtype):
-        return out                          # of a real array: the array itself
+    if not isinstance(x, Tracer) or not dtypes.is_complex(x.dtype) or is_scalar(x):
+        return out          # of a real array: the array itself; of a scalar: a new scalar
     return link(x, out, math.real, None, _COMPLEX_PART.format("real"),
                 relayout=lambda lay: lay.real)
 
 
 def imag(x, /):
     out = math.imag(x)
-    if not isinstance(x, Tracer):
-        return out
+    if not isinstance(x, Tracer) or is_scalar(x):
+        return out                          # (of a NumPy scalar: a new scalar)
     if not dtypes.is_complex(x.dtype):      # NumPy: a new read-only array of zeros
         return link(x, out, math.imag, None, "the imaginary part of a real array is a read-only "
                     "array of zeros", relayout=lambda lay: _fake(lay.dtype, lay.shape))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes, tree
+from .. import autograph, dtypes, tree
 from ..bugreport import compiler_stage
 from ..core import Tracer, eval_graph, literal_value, make_graph, type_of
 from ..errors import InputError, ShapeError
@@ -496,7 +496,7 @@ def vmap(f, in_axes=0, out_axes=0):
         box = []
 
         def per_example(*xs):
-            out = f(*tree.unflatten(treedef, list(xs)))
+            out = autograph.call(f, *tree.unflatten(treedef, list(xs)))
             out_leaves, out_tree = tree.flatten(out)
             box.append(out_tree)
             return out_leaves
