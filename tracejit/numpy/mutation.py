@@ -129,7 +129,49 @@ def setitem(self, idx, v):
     if isinstance(v, Tracer) and v.dtype.kind == "c" and self.dtype.kind != "c":
         raise TypeError(f"assigning a complex value into a {self.dtype} array would discard the "
                         f"imaginary part; take .real first")
+    if isinstance(v, Tracer) and _has_mask(idx) and _overlaps(self, v):
+        raise UnsupportedError(
+            "x[mask] = v where v shares memory with x: NumPy copies a boolean-mask assignment "
+            "element by element without buffering, so its result depends on the overlap "
+            "(every other write buffers); write x[mask] = v.copy() for the buffered result")
     assign(self, indexing.update(value(self), idx, v, "set"))
+
+
+def _has_mask(idx) -> bool:
+    parts = idx if isinstance(idx, tuple) else (idx,)
+    for p in parts:
+        if isinstance(p, (Tracer, np.ndarray)) and p.dtype == np.bool_:
+            return True
+        if isinstance(p, (bool, np.bool_)) or isinstance(p, list) and p and \
+                all(isinstance(q, (bool, np.bool_)) for q in p):
+            return True
+    return False
+
+
+def _viewed_elements(t):
+    """(the array ``t`` is a view of, ``t``'s element indices into it), the indices None where
+    they are not known (the views of complex arrays' parts)."""
+    chain = []
+    while t.base is not None:
+        chain.append(t.base)
+        t = t.base.parent
+    if t.dtype.kind == "c" and chain:
+        return t, None
+    idx = np.arange(t.size).reshape(t.shape)
+    for lk in reversed(chain):
+        if lk.relayout is None:
+            return t, None
+        idx = lk.relayout(idx)
+    return t, idx
+
+
+def _overlaps(a, b) -> bool:
+    """Whether two traced arrays are views of one array with elements in common."""
+    ra, ea = _viewed_elements(a)
+    rb, eb = _viewed_elements(b)
+    if ra is not rb:
+        return False
+    return ea is None or eb is None or bool(np.intersect1d(ea.ravel(), eb.ravel()).size)
 
 
 def inplace(fn, symbol):
