@@ -523,3 +523,16 @@ def test_mask_assignment_from_an_overlapping_view_is_refused():
     x1, x2 = np.arange(6.0).reshape(2, 3), np.arange(6.0).reshape(2, 3)
     np.testing.assert_array_equal(tj.trace(g)(x1), g(x2))
     np.testing.assert_array_equal(x1, x2)
+
+
+def test_read_only_destination_fails_before_the_index_is_checked():
+    # fuzz 811 #618: NumPy raises ValueError (read-only) even for an out-of-range index
+    def f(a):
+        v = np.broadcast_to(a.astype(np.int32), (2, 1))
+        v[2] = 1
+
+    with pytest.raises(ValueError, match="read-only"):
+        f(np.zeros(1))
+    for backend in ("llvm", "interpret"):
+        with pytest.raises(ValueError, match="read-only"):
+            tj.trace(f, backend=backend)(np.zeros(1))

@@ -96,20 +96,30 @@ def _rebind(t, v):
     t.builder, t.irvar = v.builder, v.irvar
 
 
-def assign(t: Tracer, new) -> None:
-    """NumPy's write of the whole of ``new`` (already ``t``'s dtype and shape) into ``t``: ``t``,
-    the arrays it is a view of and every live view of those see it."""
-    if not isinstance(new, Tracer):          # a concrete value: a constant of t's trace
-        new = t.builder.constant(np.array(np.broadcast_to(getattr(new, "value", new), t.shape),
-                                          t.dtype))
-    t.builder.wrote = True
-    node, val = t, new
+def check_writeable(t: Tracer) -> None:
+    """NumPy's error for a write into a read-only view (checked before anything else, as
+    NumPy does: a read-only destination fails even with an out-of-range index)."""
+    node = t
     while node.base is not None:
         lk = node.base
         if lk.put is None:
             if lk.readonly.startswith("writing into the"):
                 raise UnsupportedError(lk.readonly)
             raise ValueError(f"assignment destination is read-only ({lk.readonly})")
+        node = lk.parent
+
+
+def assign(t: Tracer, new) -> None:
+    """NumPy's write of the whole of ``new`` (already ``t``'s dtype and shape) into ``t``: ``t``,
+    the arrays it is a view of and every live view of those see it."""
+    if not isinstance(new, Tracer):          # a concrete value: a constant of t's trace
+        new = t.builder.constant(np.array(np.broadcast_to(getattr(new, "value", new), t.shape),
+                                          t.dtype))
+    check_writeable(t)
+    t.builder.wrote = True
+    node, val = t, new
+    while node.base is not None:
+        lk = node.base
         val = lk.put(value(lk.parent), val)
         node = lk.parent
     _rebind(node, val if node is not t else new)
@@ -129,6 +139,7 @@ def setitem(self, idx, v):
     if isinstance(v, Tracer) and v.dtype.kind == "c" and self.dtype.kind != "c":
         raise TypeError(f"assigning a complex value into a {self.dtype} array would discard the "
                         f"imaginary part; take .real first")
+    check_writeable(self)
     if isinstance(v, Tracer) and _has_mask(idx) and _overlaps(self, v):
         raise UnsupportedError(
             "x[mask] = v where v shares memory with x: NumPy copies a boolean-mask assignment "
