@@ -536,3 +536,20 @@ def test_read_only_destination_fails_before_the_index_is_checked():
     for backend in ("llvm", "interpret"):
         with pytest.raises(ValueError, match="read-only"):
             tj.trace(f, backend=backend)(np.zeros(1))
+
+
+def test_shape_assignment_reshapes_in_place():
+    # npbench mandelbrot2 writes Xi.shape = n
+    def f(x):
+        y = x * 2
+        y.shape = 2, 3
+        z = np.zeros(6)
+        z.shape = (3, 2)
+        return y, z
+
+    for got, want in zip(tj.trace(f)(np.arange(6.0)), f(np.arange(6.0))):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="cannot reshape"):
+        tj.trace(lambda x: setattr(x * 1, "shape", (4,)))(np.ones(6))
+    with pytest.raises(tj.errors.UnsupportedError, match="reshape"):
+        tj.trace(lambda x: setattr(x, "shape", (2, 3)))(np.ones(6))

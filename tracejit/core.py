@@ -110,6 +110,11 @@ class Tracer:
     def shape(self):
         return self.irvar.ty.shape
 
+    @shape.setter
+    def shape(self, value):
+        from .numpy.mutation import set_shape       # ``x.shape = s``: NumPy's in-place reshape
+        set_shape(self, value)
+
     @property
     def dtype(self):
         return self.irvar.ty.dtype
@@ -249,6 +254,7 @@ class Builder:
         # NumPy mutation bookkeeping (tracejit.numpy.mutation): whether a write happened, and
         # the roots whose memory layout decided whether a reshape was a view
         self.wrote = False
+        self.arguments: set[int] = set()     # id() of the input tracers (the caller's arrays)
         self.layout_roots: set[int] = set()
         self.c_roots: set[int] = set()       # arrays created C-ordered whatever the arguments
         # source of the equations being added, when a transform knows it (a rule's equations
@@ -261,6 +267,7 @@ class Builder:
         t = Tracer(self, v)
         # a Python scalar is immutable; an array argument (even 0-d) is written in place
         t.frozen = True if ty.weak else False
+        self.arguments.add(id(t))
         return t
 
     def atom(self, x) -> Var | Literal:

@@ -234,6 +234,25 @@ def _layout(t):
     return lay
 
 
+def set_shape(a, shape):
+    """``x.shape = s``: NumPy changes the array object's shape in place, without copying."""
+    if is_scalar(a):
+        raise AttributeError("attribute 'shape' of a traced NumPy scalar is not writable")
+    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    if id(a) in a.builder.arguments or a.base is not None or _children(a):
+        what = "an argument (the caller's array)" if id(a) in a.builder.arguments else \
+            "a view or an array with live views"
+        raise UnsupportedError(f"x.shape = {shape} on {what} is not supported; write "
+                               f"x = x.reshape({shape}) instead")
+    try:
+        np.reshape(_fake(a.dtype, a.shape), shape, copy=False)
+    except ValueError as e:
+        raise (AttributeError("Incompatible shape for in-place modification. Use `.reshape()` "
+                              "to make a copy with the desired shape.") if "copy" in str(e)
+               else ValueError(str(e))) from None
+    _rebind(a, shp.reshape(value(a), shape))
+
+
 def _reshaped_view(a, out, newshape, order):
     """Link ``out = reshape(a, newshape)`` as a view of ``a`` when NumPy's reshape is one."""
     try:
