@@ -553,3 +553,18 @@ def test_shape_assignment_reshapes_in_place():
         tj.trace(lambda x: setattr(x * 1, "shape", (4,)))(np.ones(6))
     with pytest.raises(tj.errors.UnsupportedError, match="reshape"):
         tj.trace(lambda x: setattr(x, "shape", (2, 3)))(np.ones(6))
+
+
+def test_adding_length_one_axes_is_a_view_in_any_layout():
+    # npbench floyd_warshall on a Fortran-ordered argument was refused ("reshapes it"):
+    # np.add.outer reshapes a column to (n, 1), a view whatever the layout
+    def f(P):
+        P[:] = np.minimum(P, np.add.outer(P[:, 0], P[0, :]))
+        col = P[:, 1].reshape(-1, 1)
+        col[0, 0] = -1.0                 # a view: the write reaches P
+        return P
+
+    x1 = np.asfortranarray(np.arange(9.0).reshape(3, 3))
+    x2 = x1.copy(order="F")
+    np.testing.assert_array_equal(tj.trace(f)(x1), f(x2))
+    np.testing.assert_array_equal(x1, x2)

@@ -295,6 +295,8 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     out = shp.reshape(a, shape, order=order, newshape=newshape, copy=copy)
     if not isinstance(a, Tracer) or copy:
         return value(out) if out is a else out
+    if out is not a and [d for d in a.shape if d != 1] == [d for d in out.shape if d != 1]:
+        return _same_layout_view(a, out)      # axes of length one only: a view in any layout
     return _reshaped_view(a, out, out.shape, order)
 
 
