@@ -104,6 +104,8 @@ def _sink_cheap(plan, g, keep):
             g2.members.add(id(e.outvars[0]))
             plan.member_of[id(e.outvars[0])] = g2
         g2.eqns[:0] = chain
+        plan.fuse_index.reindex(g)
+        plan.fuse_index.reindex(g2)
     return True
 
 
@@ -153,22 +155,33 @@ def _plan_one(plan, step):
 
 
 def fuse_epilogues(plan):
-    """Move each qualifying loop group into its product's matmul (see the module docstring)."""
+    """Move each qualifying loop group into its product's matmul (see the module docstring).
+    Reads and keeps up to date ``plan.fuse_index`` (``readers.py``)."""
+    index = plan.fuse_index
+    gone = set()
     for step in [s for s in plan.steps if isinstance(s, MatmulStep)]:
         found = _plan_one(plan, step)
         if found is None:
             continue
         g, epi = found
         step.epilogue = epi
-        step.preds |= {s for s in g.preds if s is not step and s is not g}
+        more = {s for s in g.preds if s is not step and s is not g}
+        for q in more:
+            plan.add_pred(step, q)
+        index.add_preds(step, more)
         step.writes = [epi.result]
         plan.producer.pop(id(epi.acc_var), None)
         plan.producer[id(epi.result)] = step
         for vid in g.members:
             plan.member_of.pop(vid, None)
-        plan.steps.remove(g)
-        for s in plan.steps:
-            if g in s.preds:
-                s.preds.discard(g)
-                if s is not step:
-                    s.preds.add(step)
+        users = index.users_of(g)
+        index.drop_step(g)
+        gone.add(g)
+        for s in users:
+            s.preds.discard(g)
+            index.drop_pred(s, g)
+            if s is not step:
+                plan.add_pred(s, step)
+                index.add_preds(s, [step])
+    if gone:
+        plan.steps = [s for s in plan.steps if s not in gone]

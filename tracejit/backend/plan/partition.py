@@ -32,12 +32,15 @@ matmul epilogues) before the execution order is fixed.
 """
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 
 from ...config import config
 from ...ir import Eqn, Literal, Type, Var
 from .epilogue import fuse_epilogues
 from .rowfuse import fuse_rowwise
+from .readers import FuseIndex
 from .sinkviews import sink_views
 from .steps import (ARG_PRIMS, REDUCE_PRIMS, ArgStep, ControlStep, EqnStep, FallbackStep,
                     LoopGroup, MatmulStep, Plan, ScanStep, ScatterStep, can_lower,
@@ -282,7 +285,7 @@ def _plan_copies(plan: Plan, eqn, last_by_shape):
         g = plan.new(LoopGroup, x.ty.shape)
         plan.add_preds(g, [x])
         if prev is not None:
-            g.preds.add(prev)
+            plan.add_pred(g, prev)
         g.stores.append((x, dst))
         g.writes.append(out)
         if id(out) not in plan.producer:
@@ -325,8 +328,12 @@ def _finish(plan: Plan):
         g.stores.append((var, View.whole(var)))
         g.writes.append(var)
         plan.producer[vid] = g
+    plan.fuse_index = FuseIndex(plan)        # readers of values, users of steps
     fuse_rowwise(plan)                       # X.T @ r(X @ a): one pass over X
     fuse_epilogues(plan)                     # f(A @ B, ...) elementwise inside the matmul
+    if config.check_ir:
+        plan.fuse_index.check(plan)
+    plan.fuse_index = None
     # graph outputs: store directly into the output buffer when the var is produced natively,
     # is contiguous and whole, and is not an input, constant or another output
     final_copies = []
@@ -366,15 +373,26 @@ def _wire_view_preds(plan: Plan):
 
 
 def _toposort(steps):
-    order, done = [], set()
-    remaining = list(steps)
-    while remaining:
-        for i, s in enumerate(remaining):
-            if all(id(p) in done for p in s.preds if p is not s):
-                order.append(s)
-                done.add(id(s))
-                del remaining[i]
-                break
-        else:
-            raise AssertionError("tracejit backend: cycle between fused steps")
+    """``steps`` in an order where every step follows its preds: at each point the earliest
+    (in ``steps``) of the steps whose preds have all run (Kahn's algorithm on a heap of
+    positions; a pred outside ``steps`` never runs)."""
+    waiting = [0] * len(steps)              # preds not run yet, per position
+    users: dict = {}
+    for k, s in enumerate(steps):
+        for p in s.preds:
+            if p is not s:
+                waiting[k] += 1
+                users.setdefault(p, []).append(k)
+    ready = [k for k in range(len(steps)) if waiting[k] == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        k = heapq.heappop(ready)
+        order.append(steps[k])
+        for u in users.get(steps[k], ()):
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                heapq.heappush(ready, u)
+    if len(order) != len(steps):
+        raise AssertionError("tracejit backend: cycle between fused steps")
     return order

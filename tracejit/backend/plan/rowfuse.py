@@ -60,24 +60,9 @@ def _matvec(plan, eqn):
 
 
 def readers_of(plan, var):
-    """Steps reading ``var`` (directly or through a view), and whether anything else does."""
-    steps = []
-    vid = id(var)
-    for step in plan.steps:
-        atoms = []
-        if isinstance(step, LoopGroup):
-            for e in (*step.eqns, *step.sinks):
-                atoms.extend(e.invars)
-            atoms.extend(a for a, _ in step.stores)
-        else:
-            atoms.extend(step.eqn.invars)
-        for a in atoms:
-            if isinstance(a, Var) and (id(a) == vid or plan.view_of(a).base is var):
-                steps.append(step)
-                break
-    other = any(isinstance(a, Var) and id(a) == vid for a in plan.graph.outvars) or any(
-        v.base is var for v in plan.views.values())
-    return steps, other
+    """Steps reading ``var`` (directly or through a view), in plan order, and whether anything
+    else does (a graph output, a view). Reads ``plan.fuse_index`` (``readers.py``)."""
+    return plan.fuse_index.readers(var)
 
 
 def _chain_ok(plan, group, g, M):
@@ -104,11 +89,28 @@ def _chain_ok(plan, group, g, M):
     return True
 
 
+def _second_products(plan):
+    """id(vector atom) -> the matmul steps ``Xᵀ·v`` (a matvec contracting X's rows) reading it,
+    in plan order: the candidates for the second product of a triple."""
+    found: dict = {}
+    for s in plan.steps:
+        if isinstance(s, MatmulStep):
+            mv = _matvec(plan, s.eqn)
+            if mv is not None and mv[2] == 0:
+                found.setdefault(id(mv[1]), []).append((s, mv))
+    return found
+
+
 def fuse_rowwise(plan):
     """Replace each (matvec, row-local loop, transposed matvec over the same X) triple of the
-    plan by one ``RowMatvecGroup``. Called by ``partition._finish`` once stores are decided."""
+    plan by one ``RowMatvecGroup``. Called by ``partition._finish`` once stores are decided,
+    with ``plan.fuse_index`` built; keeps it up to date."""
+    index = plan.fuse_index
+    gone: set = set()                            # steps merged away
+    placed: dict = {}                            # first product -> its RowMatvecGroup
+    seconds = None
     for s1 in [s for s in plan.steps if isinstance(s, MatmulStep)]:
-        if s1 not in plan.steps:
+        if s1 in gone:
             continue
         mv = _matvec(plan, s1.eqn)
         if mv is None or mv[2] != 1:
@@ -132,15 +134,15 @@ def fuse_rowwise(plan):
         chain = readers[0]
         if not _chain_ok(plan, chain, g, M):
             continue
-        s2 = None
-        for s in plan.steps:
-            if not isinstance(s, MatmulStep) or s is s1:
+        if seconds is None:
+            seconds = _second_products(plan)
+        s2, mv2 = None, None
+        candidates = [c for vid in chain.members for c in seconds.get(vid, ())]
+        for s, m in sorted(candidates, key=lambda c: c[0].index):   # the first in plan order
+            if s is s1 or s in gone or plan.view_of(m[0]).key() != xv.key() or \
+                    s.eqn.outvars[0].ty.dtype != dt:
                 continue
-            mv2 = _matvec(plan, s.eqn)
-            if mv2 is None or mv2[2] != 0 or plan.view_of(mv2[0]).key() != xv.key() or \
-                    id(mv2[1]) not in chain.members or s.eqn.outvars[0].ty.dtype != dt:
-                continue
-            s2 = s
+            s2, mv2 = s, m
             break
         if s2 is None:
             continue
@@ -158,7 +160,8 @@ def fuse_rowwise(plan):
         new.stores = keep
         p = s2.eqn.outvars[0]
         new.writes = [v for v, _ in keep] + [p]
-        new.preds = set(outside)
+        for q in outside:
+            plan.add_pred(new, q)
         for s in trio:                           # nothing of the trio is written but by `new`
             for v in s.writes:
                 if plan.producer.get(id(v)) is s:
@@ -168,9 +171,19 @@ def fuse_rowwise(plan):
         plan.producer[id(p)] = new
         for v, _ in keep:
             plan.producer[id(v)] = new
-        pos = plan.steps.index(s1)
-        plan.steps = [s for s in plan.steps if s not in trio]
-        plan.steps.insert(pos, new)
-        for s in plan.steps:
-            if s.preds & set(trio):
-                s.preds = (s.preds - set(trio)) | ({new} if s is not new else set())
+        users = dict.fromkeys(u for s in trio for u in index.users_of(s))
+        for s in trio:
+            index.drop_step(s)
+            gone.add(s)
+        placed[s1] = new
+        index.add_step(new)
+        for u in users:
+            if u in gone:
+                continue
+            for s in trio:
+                u.preds.discard(s)
+                index.drop_pred(u, s)
+            plan.add_pred(u, new)
+            index.add_preds(u, [new])
+    if gone:
+        plan.steps = [placed.get(s, s) for s in plan.steps if s not in gone or s in placed]

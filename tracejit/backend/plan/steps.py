@@ -128,6 +128,9 @@ class Plan:
         self.out_aliases: dict = {}     # id(var) -> output index stored directly into
         self.py_outputs: dict = {}      # output index -> base var: returned as the NumPy array a
                                         # fallback made (the output is a whole view of it)
+        self.fuse_index = None          # readers.FuseIndex while rowfuse/epilogue merge steps
+        self.level: dict = {}           # step -> a number above its preds' (0 if absent)
+        self.users: dict = {}           # step -> steps ever given it as a pred (a superset)
 
     # helpers ------------------------------------------------------------------------------------
     def new(self, cls, *args):
@@ -158,22 +161,44 @@ class Plan:
         return g if g is not None else self.producer.get(id(base))
 
     def depends_on(self, step, target) -> bool:
+        """Whether ``target`` is reached from ``step`` through preds. A path only goes down in
+        ``level``, so the walk stops at steps not above ``target``'s level."""
+        level = self.level
+        floor = level.get(target, 0)
         seen, todo = set(), [step]
         while todo:
             s = todo.pop()
             if s is target:
                 return True
-            if id(s) in seen:
+            if id(s) in seen or level.get(s, 0) <= floor:
                 continue
             seen.add(id(s))
             todo.extend(s.preds)
         return False
 
+    def add_pred(self, step, pred):
+        """``step`` runs after ``pred``. Every pred is added here: it keeps each step's level
+        above its preds' (raising the steps that use ``step`` when needed)."""
+        step.preds.add(pred)
+        self.users.setdefault(pred, set()).add(step)
+        level = self.level
+        if level.get(step, 0) > level.get(pred, 0):
+            return
+        level[step] = level.get(pred, 0) + 1
+        todo = [step]
+        while todo:
+            s = todo.pop()
+            up = level[s] + 1
+            for u in self.users.get(s, ()):
+                if level.get(u, 0) < up:
+                    level[u] = up
+                    todo.append(u)
+
     def add_preds(self, step, atoms):
         for a in atoms:
             p = self.step_of(a)
             if p is not None and p is not step:
-                step.preds.add(p)
+                self.add_pred(step, p)
 
 
 def step_reads(step) -> list:
