@@ -203,3 +203,38 @@ def test_converted_helper_with_returns_and_builtin_max_min():
         got, want = tj.trace(f)(s), f(s)
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+def _nested_early(a0, a1):
+    if a0.sum() > 0:
+        if a1.sum() > 0:
+            return (a0 * 2, a1)             # returns on one path of the outer branch only
+    v = a0 + 1
+    return (v, a1)
+
+
+def _returns_written(a0):
+    a0 *= 2
+    if a0.sum() > 0:
+        return (a0,)
+    return (a0,)
+
+
+@pytest.mark.parametrize("backend", ["llvm", "interpret"])
+def test_fuzz_control_early_return_in_a_nested_if_and_returned_written_argument(backend):
+    # (fuzz --programs control, seed 9301 #4, #27, minimised) the outer branch's fall-through
+    # path continues with the statements after the `if` (was: ShapeError "branches return
+    # different structures"); an argument written in place and returned on both paths is the
+    # caller's array, as in NumPy (was: a copy)
+    for x in ([1.0, 2.0], [-1.0, 2.0]):
+        for y in ([1.0, 2.0], [-1.0, -2.0]):
+            got = tj.trace(_nested_early, backend=backend)(np.array(x), np.array(y))
+            want = _nested_early(np.array(x), np.array(y))
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g, w)
+    for x in ([1.0, 2.0], [-1.0, -2.0]):
+        a, b = np.array(x), np.array(x)
+        (r,) = tj.trace(_returns_written, backend=backend)(a)
+        _returns_written(b)
+        assert r is a
+        np.testing.assert_array_equal(a, b)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import contextvars
+import copy
 import functools
 import inspect
 import os
@@ -198,14 +199,29 @@ def if_return(test, then_fn, else_fn, values, names, rebound, line, reads=frozen
     if not _is_traced_bool(test):
         return (then_fn if test else else_fn)(*values)[0]
 
+    from . import tree
+    same = []                        # per branch: returned leaf position -> variable position
+
     def ret(fn):
         def run(*vals):
             # (after a return only the arrays written in place matter: the parameters, which
             # if_stmt compares with what it passed in)
-            return (fn(*vals)[0],) + vals
+            out = fn(*vals)[0]
+            same.append({k: j for k, leaf in enumerate(tree.flatten(out)[0])
+                         for j, v in enumerate(vals) if leaf is v and isinstance(v, Tracer)})
+            return (out,) + vals
         return run
-    return if_stmt(test, ret(then_fn), ret(else_fn), values, ("<return value>",) + names,
-                   rebound, line, reads, offset=1)[0]
+    out = if_stmt(test, ret(then_fn), ret(else_fn), values, ("<return value>",) + names,
+                  rebound, line, reads, offset=1)[0]
+    # a variable both branches return as is (``return (x,)`` on both paths, x written in
+    # place before or in a branch) is the caller's object, as in NumPy: if_stmt has written
+    # the branch's contents into it, so return it rather than the cond's output
+    keep = {k: j for k, j in same[0].items() if same[1].get(k) == j} if len(same) == 2 else {}
+    if keep:
+        leaves, treedef = tree.flatten(out)
+        out = tree.unflatten(treedef, [values[keep[k]] if k in keep else leaf
+                                       for k, leaf in enumerate(leaves)])
+    return out
 
 
 def _carried(values, names, reads):
@@ -520,27 +536,33 @@ def _fold_returns(stmts):
     """Early returns as branches: after ``if t: ...; return a`` (one branch returns, the other
     falls through) the statements that follow move into the branch that falls through (which
     then ends in ``return None`` if they fall off the end), recursively, so that every such
-    ``if`` has two branches that both return."""
+    ``if`` has two branches that both return.
+
+    A branch that returns only on some of its paths (``if a: [if b: return x]; rest``) gets
+    the statements that follow too, before its own ifs are folded: folding it alone would
+    make its fall-through path return None instead of running ``rest`` (the following
+    statements are copied into each branch that needs them)."""
     for i, st in enumerate(stmts):
-        if not isinstance(st, ast.If):
-            continue
-        st.body, st.orelse = _fold_returns(st.body), _fold_returns(st.orelse)
-        rb, ro = _ends_in_return(st.body), _ends_in_return(st.orelse)
-        if rb == ro:
+        if isinstance(st, ast.Return):
+            return stmts[:i + 1]         # what follows (the copied rest, say) never runs
+        if not isinstance(st, ast.If) or not _has_exit(st.body + st.orelse, loop_level=False):
             continue
         rest = stmts[i + 1:]
-        falls = st.orelse if rb else st.body
-        if _has_exit(falls + rest, loop_level=False) and not _ends_in_return(falls + rest):
-            continue
-        block = _fold_returns(falls + rest)
-        if not _ends_in_return(block):
-            if _has_exit(block, loop_level=False):
-                continue
-            block = block + [ast.copy_location(ast.Return(None), (block or [st])[-1])]
-        if rb:
-            st.orelse = block
-        else:
-            st.body = block
+        rb, ro = _ends_in_return(st.body), _ends_in_return(st.orelse)
+        if rb and ro:
+            st.body, st.orelse = _fold_returns(st.body), _fold_returns(st.orelse)
+            return stmts[:i + 1]
+        new = []
+        for block, returns in ((st.body, rb), (st.orelse, ro)):
+            # (folded on a copy: folding rewrites nested ifs in place, and a block that cannot
+            # be folded must stay as written)
+            block = _fold_returns(copy.deepcopy(block if returns else block + rest))
+            if not _ends_in_return(block):
+                if _has_exit(block, loop_level=False):
+                    return stmts                 # a return inside a loop: left as written
+                block = block + [ast.copy_location(ast.Return(None), (block or [st])[-1])]
+            new.append(block)
+        st.body, st.orelse = new
         return stmts[:i + 1]
     return stmts
 

@@ -61,14 +61,22 @@ class Program:
     transforms: list           # e.g. [] or ["grad"] or ["grad", "vmap"] (innermost first)
     big: bool = False
     mutating: bool = False     # writes into arrays; checked against NumPy (mutate.py)
+    control: bool = False      # Python control flow on traced values (gen_control.py)
+    prelude: str = ""          # module-level helper functions before ``f`` (control programs)
 
-    def source(self, name="f") -> str:
-        """The program as Python source defining ``name``."""
+    def source(self, name="f", probe=False) -> str:
+        """The program as Python source defining ``name`` (control programs: with the helper
+        functions, comparisons rendered plainly or, ``probe``, for gen_control's validity
+        probe)."""
         body = [line for s in self.stmts for line in s.lines]
         out = ", ".join(self.outputs) + ("," if len(self.outputs) == 1 else "")
         params = ", ".join(a.name for a in self.args)
-        return "\n".join([f"def {name}({params}):"] + ["    " + b for b in body] +
+        text = "\n".join([f"def {name}({params}):"] + ["    " + b for b in body] +
                          [f"    return ({out})"]) + "\n"
+        if self.control:
+            from .gen_control import render
+            text = render(self.prelude + "\n\n" + text, probe)
+        return text
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -520,7 +520,14 @@ def pick_outputs(g) -> list:
 
 
 def make_program(seed: int, kind: str = "plain") -> Program:
-    """Program ``seed`` of a campaign of ``kind``: plain, mutating, or mixed (half each)."""
+    """Program ``seed`` of a campaign of ``kind``: plain, mutating, control (gen_control.py),
+    or mixed (10% control, the others half plain, half mutating: a separate draw, so that
+    the plain and mutating programs of a mixed seed are those they were before control)."""
     if kind == "mixed":
         kind = "mutating" if np.random.default_rng([seed, 11]).random() < 0.5 else "plain"
+        if np.random.default_rng([seed, 12]).random() < 0.1:
+            kind = "control"
+    if kind == "control":
+        from .gen_control import generate as generate_control
+        return generate_control(seed)
     return generate(seed) if kind == "mutating" else gen.generate(seed)

@@ -290,6 +290,9 @@ def _threads_and_tiers(fl, args, label, held, case):
 
 def check_program(prog: gen.Program, opts=None) -> dict:
     """Every oracle for one program; never raises (except for crashes, which kill the worker)."""
+    if prog.control:
+        from .oracle_ctl import check_control
+        return check_control(prog, opts)
     if prog.mutating:
         from .oracle_mut import check_mutating
         return check_mutating(prog, opts)

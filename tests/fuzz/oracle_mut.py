@@ -192,8 +192,15 @@ def check_mutating(prog: gen.Program, opts=None) -> dict:
     mag = max([1e-3] + [float(np.max(np.abs(x[np.isfinite(x)]), initial=0))
                         for x in first.initial if x.dtype.kind in "fc"])
     expected = {0: first, 1: Expected(ns_np["f"], prog, 1)}
+    run_backends(ns_tj["f"], prog, expected, tol, mag, result)
+    return result
+
+
+def run_backends(f, prog, expected, tol, mag, result) -> bool:
+    """``tj.jit(f)`` on each backend against NumPy's outcomes ``expected`` (per input set),
+    into ``result``; whether tracejit refused the program."""
     for backend in BACKENDS:
-        fun = tj.jit(ns_tj["f"], backend=backend)
+        fun = tj.jit(f, backend=backend)
         held = []
         try:
             for call, n_calls in ((0, 3), (1, 2)):
@@ -210,9 +217,9 @@ def check_mutating(prog: gen.Program, opts=None) -> dict:
             rec["sig"] = re.sub(r"(new inputs )?call \d+(: )?", "", rec["sig"])
             if rec["cls"] in ("refusal", "expected"):
                 result["refusals" if rec["cls"] == "refusal" else "expected"].append(rec["msg"])
-                break                            # the other backend refuses alike
+                return True                      # the other backend refuses alike
             result["findings"].append(rec)
-    return result
+    return False
 
 
 def oracle_same(out, snap):
