@@ -14,5 +14,10 @@ ERR_WHILE_LIMIT = 2        # while_loop ran more than config.max_while_iteration
 ERR_NOMEM = 4              # malloc/realloc of a stack or scratch failed (MemoryError)
 ERR_STACK_LENGTH = 8       # the stacks of a scan[length=None] differ in length
 ERR_INTERRUPT = 16         # SIGINT arrived while the call ran (KeyboardInterrupt)
+# a failed run-time check (``ops/elementwise.py``, ``check_p``): one bit per error name; the
+# exception and message are ``elementwise.ERRORS[name]``
+CHECK_BITS = {
+    "negative_power": 32,  # an integer power with a negative exponent (ValueError)
+}
 
 DESC_BYTES = 16            # a stack descriptor: {ptr data, i64 length}

@@ -452,14 +452,16 @@ def power(x1, x2, /):
 def _int_power(x1, x2, dt, weak):
     """Integer power by binary exponentiation over all 63 exponent bits (wraps like NumPy).
 
-    NumPy raises for a negative exponent, and so does this when the sign is known at trace time
-    (a literal, a concrete array, a Python-int argument: its sign is in the signature). A
-    traced array exponent cannot raise (no run-time check exists): a negative one gives the
-    truncated 1 / x**-n, 1 for x == 1, +-1 for x == -1, 0 otherwise (x == 0 gives 0 too), on
-    every backend.
+    NumPy raises ``ValueError: Integers to negative integer powers are not allowed.`` for a
+    negative exponent, and so does this: at trace time when the sign is known then (a literal,
+    a concrete array, a Python-int argument: its sign is in the signature), else at run time
+    on every backend, through a run-time check on the result (``ops/elementwise.py``, ``check_p``: the power's
+    value passes through ``check(exponent < 0, ...)``, so it runs whenever the result is used).
+    Unsigned exponents never raise.
     """
     from .logic import where
     from .intrange import check_narrowing, int_exponent_sign
+    from ._base import broadcast_to
     if dt == dtypes.bool_:
         dt, weak = dtypes.int8, False    # bool ** bool is int8 in NumPy
     for a in (x1, x2):                   # NumPy's OverflowError for an out-of-range Python int
@@ -468,19 +470,18 @@ def _int_power(x1, x2, dt, weak):
     nonneg = int_exponent_sign(x2) or dt.kind == "u"
     x1, x2 = [a if isinstance(a, Tracer) else np.asarray(getattr(a, "value", a), dt)
               for a in (convert(x1, dt, weak), convert(x2, dt, weak))]
-    neg = None if nonneg else less(x2, 0)
-    e = x2 if nonneg else where(neg, negative(x2), x2)
-    result, base = np.asarray(1, dt), x1
+    result, base, e = np.asarray(1, dt), x1, x2
     for _ in range(8 * dt.itemsize - (dt.kind == "i")):     # the exponent's value bits
         result = where(equal(remainder(e, 2), 1), multiply(result, base), result)
         base = multiply(base, base)
         e = floor_divide(e, 2)
     if nonneg:
         return result
-    one = equal(x1, 1)
-    minus_one = equal(x1, -1)
-    inv = where(one, 1, where(minus_one, result, 0))
-    return where(neg, convert(inv, dt, weak), result)
+    # a negative e gives some value above (e // 2 stays -1); the check raises before anyone sees it
+    bad = less(x2, 0)
+    if np.ndim(bad) != 0:
+        bad = broadcast_to(bad, np.shape(result))
+    return ew.check(bad, result, "negative_power")
 
 
 def _nan_ignoring(np_fn, extreme, is_max):

@@ -1,4 +1,5 @@
-"""Elementwise primitives: unary math, binary arithmetic, comparisons, select, convert.
+"""Elementwise primitives: unary math, binary arithmetic, comparisons, select, convert, and
+the run-time check ``check`` (an identity that raises NumPy's error for bad values; see there).
 
 Operand rule (checked by the shape rule): all operands have one dtype (select's predicate is bool)
 and each shape is either () or the common shape; a rank-0 operand broadcasts implicitly. The
@@ -405,3 +406,70 @@ def _convert_transpose(ct, x, *, dtype):
 
 convert_p.jvp = _convert_jvp
 convert_p.transpose = _convert_transpose
+
+
+# run-time checks ---------------------------------------------------------------------------
+# ``check(bad, x, error=name) -> x``, an identity with a side condition: ``x`` passes through
+# unchanged, and ``ERRORS[error]`` is raised when any element of the bool ``bad`` is true. It is
+# how a NumPy error that depends on run-time values (today: an integer power with a negative
+# exponent, numpy/math.py ``_int_power``) is raised by every backend:
+# - the interpreter's impl raises the exception itself;
+# - the native backend ORs the error's bit (``backend/abi.py``, ``CHECK_BITS``) into the call's
+#   error cell from the loop group that computes ``bad`` (``emit/memory.py``, ``_check``), and
+#   ``runtime/executable.py`` (``_raise``) raises the same exception after the call.
+# The result is ``x`` (same type); ``bad`` is bool of ``x``'s shape or rank 0, so the primitive
+# is elementwise and fuses, batches (the check then covers every example of the batch: any bad
+# element raises) and folds like the others. DCE keeps it exactly as long as its result is used:
+# the guarded value goes through it, so data dependence is what makes it run (a check whose
+# result is dead is dropped with the value it guards). Not differentiable in ``bad`` (bool); the
+# identity in ``x``: the tangent passes through (not checked again), the transpose hands the
+# cotangent back.
+
+# error name -> (exception type, message): the error exactly as NumPy raises it
+ERRORS = {
+    "negative_power": (ValueError, "Integers to negative integer powers are not allowed."),
+}
+
+
+def _check_shape(bad, x, *, error):
+    if error not in ERRORS:
+        raise ValueError(f"check: unknown error {error!r} (known: {sorted(ERRORS)})")
+    if bad.dtype != dtypes.bool_:
+        raise DTypeError(f"check: the condition must be bool, got {bad.dtype}")
+    if bad.shape not in ((), x.shape):
+        raise ShapeError(f"check: condition shape {bad.shape} is neither () nor the checked "
+                         f"value's shape {x.shape}")
+    return x
+
+
+def _check_impl(bad, x, *, error):
+    if np.any(bad):
+        exc, message = ERRORS[error]
+        raise exc(message)
+    return np.asarray(x)
+
+
+check_p = Primitive("check", "elementwise", _check_shape, _check_impl, nargs=2, linear=True)
+
+
+def _check_jvp(primals, tangents, *, error):
+    """The value passes through checked; its tangent passes through as it is."""
+    bad, x = primals
+    ans = check_p.bind(bad, x, error=error)
+    t = tangents[1]
+    return ans, (ad.Zero(ad.tangent_type(ad.ty(ans))) if ad.is_zero(t) else t)
+
+
+def _check_transpose(ct, bad, x, *, error):
+    assert not ad.is_undefined(bad), "check: the condition is never a tangent"
+    return [None, ct]
+
+
+check_p.jvp = _check_jvp
+check_p.transpose = _check_transpose
+
+
+def check(bad, x, error: str):
+    """``x``, after raising ``ERRORS[error]`` wherever ``bad`` is true (at run time when either
+    is traced). ``bad`` is bool, of ``x``'s shape or rank 0."""
+    return check_p.bind(bad, x, error=error)

@@ -452,6 +452,11 @@ class _Emitter(MemoryOps):
                 env[id(e.outvars[0])] = [self._gather(e, u, i, mask[u], offs, val, env)
                                          for u in range(nu)]
                 continue
+            if e.prim.name == "check":
+                env[id(e.outvars[0])] = [self._check(e, val(e.invars[0], u),
+                                                     val(e.invars[1], u), mask[u])
+                                         for u in range(nu)]
+                continue
             emit = rule(e)
             outs = [emit(cx, e, *[val(a, u) for a in e.invars]) for u in range(nu)]
             name = self.namer(e.outvars[0]) if self.namer else ""

@@ -5,7 +5,8 @@ complex (re, im) de-interleaving, native ``take`` with bounds check, argmax/argm
 Invariants: every vector access in a tail runs under the lane mask (masked load/store or
 gather/scatter), so nothing outside the arrays is touched; a gather index is wrapped (negative
 indices as NumPy), checked, and replaced by 0 when out of range (lane masked off), while the call's
-error cell is set to ``ERR_INDEX`` so the caller raises IndexError after the kernel returns.
+error cell is set to ``ERR_INDEX`` so the caller raises IndexError after the kernel returns; a
+run-time check (``check_p``) sets its error's bit the same way where a lane under the mask is bad.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import numpy as np
 from llvmlite import ir
 
 from ...ir import Literal
-from ..abi import ERR_INDEX
+from ..abi import CHECK_BITS, ERR_INDEX
 from .ops import I1, I8, I32, I64, mem_type, reg_type
 
 PTR = ir.PointerType()
@@ -338,13 +339,30 @@ class MemoryOps:
                              [rt, addrs.type])
             any_bad = b.icmp_unsigned("!=", b.bitcast(bad, ir.IntType(vl)),
                                       ir.Constant(ir.IntType(vl), 0))
-        with b.if_then(any_bad, likely=False):
-            cell = b.load(b.gep(self.fn.args[0], [_i64(self.err_slot)], source_etype=PTR),
-                          typ=PTR)
-            b.atomic_rmw("or", cell, ir.Constant(I32, ERR_INDEX), "monotonic")
+        self._set_error_if(any_bad, ERR_INDEX)
         if acc.dtype.kind == "b":
             v = b.icmp_unsigned("!=", v, cx.like(v, 0))
         return v
+
+    def _check(self, e, bad, x, mask):
+        """``check_p``: ``x``, after setting the error's bit when a lane of ``bad`` under the
+        lane mask is true (lanes past the end are masked off: their loads are zeros)."""
+        b = self.b
+        if mask is not None:
+            bad = b.and_(bad, mask)
+        if isinstance(bad.type, ir.VectorType):
+            lanes = ir.IntType(bad.type.count)
+            bad = b.icmp_unsigned("!=", b.bitcast(bad, lanes), ir.Constant(lanes, 0))
+        self._set_error_if(bad, CHECK_BITS[e.params["error"]])
+        return x
+
+    def _set_error_if(self, cond, bit):
+        """OR ``bit`` into the call's error cell where the i1 ``cond`` holds (rarely)."""
+        b = self.b
+        with b.if_then(cond, likely=False):
+            cell = b.load(b.gep(self.fn.args[0], [_i64(self.err_slot)], source_etype=PTR),
+                          typ=PTR)
+            b.atomic_rmw("or", cell, ir.Constant(I32, bit), "monotonic")
 
     def _complex_gather(self, acc, elem, w, sa, s_in, inb, active, bad):
         """(re, im) gathered as two real loads per lane (masked off-range lanes read nothing)."""

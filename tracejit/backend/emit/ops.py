@@ -411,6 +411,12 @@ def _not(cx, eqn, x):
     return cx.b.xor(x, cx.like(x, 1))
 
 
+def _check(cx, eqn, bad, x):
+    """``check`` needs the call's error cell and the lane mask, which only a loop group has: it
+    emits the check itself (``memory.py``, ``_check``); no other emitter takes one."""
+    raise NotImplementedError("tracejit: a run-time check (check_p) outside a fused loop group")
+
+
 EMIT = {
     "neg": _neg, "sign": _sign, "abs": _abs,
     "floor": _math("floor"), "ceil": _math("ceil"), "round": _math("rint"),
@@ -429,7 +435,7 @@ EMIT = {
     "xor": lambda cx, eqn, x, y: cx.b.xor(x, y),
     "shl": _shift(True), "shr": _shift(False),
     "integer_pow": _integer_pow, "select": _select, "convert": _convert,
-    "stop_gradient": lambda cx, eqn, x: x,
+    "stop_gradient": lambda cx, eqn, x: x, "check": _check,
 }
 for _name in lowering.MATH:
     EMIT[_name] = _math(_name)

@@ -8,7 +8,8 @@ NumPy fallback equations, sharing one slot array; fallback results are fresh Num
 Error codes: the slot array's last entry points to an i32 error cell; a native gather with an
 index out of range sets it to ``ERR_INDEX`` (reading nothing out of bounds) and the segment
 returns it, and ``_raise`` turns it into IndexError after the call (``ERR_NOMEM``: MemoryError,
-``ERR_INTERRUPT``: Ctrl-C, what Python's SIGINT handler raises; the bits: ``abi.py``).
+``ERR_INTERRUPT``: Ctrl-C, what Python's SIGINT handler raises; ``CHECK_BITS``: the exception
+of a failed run-time check (``ops/elementwise.py``, ``check_p``); the bits: ``abi.py``).
 
 Stacks (``emit/stacks.py``, ``stack_arrays.py``): a graph whose inputs or outputs include stacks
 (a vjp's forward and backward graphs) is called through ``_call_with_stacks``: input stacks are
@@ -54,7 +55,8 @@ from llvmlite import ir
 
 from ...bugreport import compiler_stage
 from ...ir import Literal
-from ..abi import (DESC_BYTES, ERR_INDEX, ERR_INTERRUPT, ERR_NOMEM, ERR_STACK_LENGTH,
+from ...ops import elementwise
+from ..abi import (CHECK_BITS, DESC_BYTES, ERR_INDEX, ERR_INTERRUPT, ERR_NOMEM, ERR_STACK_LENGTH,
                    ERR_WHILE_LIMIT)
 from ..emit import control, interrupt, segment
 from ..emit.segment import graph_namer
@@ -126,6 +128,10 @@ def _raise(code):
                           "outputs of a scan or the scratch of a matmul or argmax")
     if code & ERR_STACK_LENGTH:
         raise ValueError("tracejit: scan of run-time length over stacks of different lengths")
+    for name, bit in CHECK_BITS.items():     # a failed check_p: the error NumPy raises
+        if code & bit:
+            exc, message = elementwise.ERRORS[name]
+            raise exc(message)
     if code == ERR_INDEX:
         raise IndexError("tracejit: an index is out of bounds in a gather or scatter (take / "
                          "indexing / .at[]); valid indices for an axis of length n are -n..n-1")
