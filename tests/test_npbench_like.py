@@ -46,7 +46,8 @@ XFAIL = {
     "contour_integral": (UnsupportedError,
                          "np.linalg.solve / np.linalg.inv are not supported on traced arrays"),
     "mandelbrot1": (ConcretizationError, "Z[I] with a traced mask (data-dependent shape)"),
-    "mandelbrot2": (AttributeError, "Tracer.shape has no setter (Xi.shape = n)"),
+    "mandelbrot2": (ConcretizationError, "N_[Xi[I], Yi[I]] = i + 1 with a traced mask I "
+                                         "(data-dependent shape)"),
     "nbody": (ConcretizationError, "x[x > 0] with a traced mask (data-dependent shape)"),
     "spmv": (ConcretizationError,
              "slice bounds read from a traced array (A_col[A_row[i]:A_row[i + 1]])"),
