@@ -133,15 +133,25 @@ def binary(g):
     x = g.pick()
     y, uy = _operand(g, x, g.val(x).dtype.kind)
     tmpl = BINARY[g.rng.integers(len(BINARY))]
-    if "**" in tmpl and str(y).startswith("-") and g.val(x).dtype.kind in "iub":
-        return None                      # int ** negative literal: refused when tracing
     if g.rng.random() < 0.3:
         x, y = y, x          # literal on the left too (weak scalar with __radd__ etc.)
         uy = uy if x in g.env else []
+    if "**" in tmpl and _int_kind(g, x) and (
+            str(y).startswith("-") or y in g.env and g.val(y).dtype.kind == "i"):
+        # int ** a negative literal is refused when tracing; int ** a traced signed int raises
+        # at run time for the inputs of later calls (and vmapped batches) that are negative
+        return None
     uses = [u for u in (x, y) if u in g.env]
     if _jumps_near(g, x, y, tmpl) or _computes_in_float16(tmpl, *[g.val(u) for u in uses]):
         return None
     return tmpl.format(x=x, y=y), uses, ["binary:" + tmpl]
+
+
+def _int_kind(g, x) -> bool:
+    """Whether operand ``x`` (a variable or a literal) is a bool or an integer."""
+    if x in g.env:
+        return g.val(x).dtype.kind in "iub"
+    return "." not in str(x) and "e" not in str(x) and "j" not in str(x)
 
 
 def _jumps_near(g, x, y, tmpl) -> bool:
