@@ -212,8 +212,8 @@ def run_backends(f, prog, expected, tol, mag, result) -> bool:
                     raise Finding("held-corruption", backend, f"the result of {when}, held "
                                   f"by the caller, changed during later calls",
                                   f"{backend}: held result")
-        except Finding as f:
-            rec = f.record
+        except Finding as found:         # (not ``as f``: that would unbind the function)
+            rec = found.record
             rec["sig"] = re.sub(r"(new inputs )?call \d+(: )?", "", rec["sig"])
             if rec["cls"] in ("refusal", "expected"):
                 result["refusals" if rec["cls"] == "refusal" else "expected"].append(rec["msg"])
