@@ -568,3 +568,25 @@ def test_adding_length_one_axes_is_a_view_in_any_layout():
     x2 = x1.copy(order="F")
     np.testing.assert_array_equal(tj.trace(f)(x1), f(x2))
     np.testing.assert_array_equal(x1, x2)
+
+
+def test_copyto_into_a_read_only_view_fails_as_read_only_first():
+    # fuzz 841 #2: NumPy reports the read-only destination before the cast
+    def f(a):
+        v = np.broadcast_to(np.arctan2(a, 1), (2, 1, 3))
+        np.copyto(v, v * 1j)
+
+    with pytest.raises(ValueError, match="read-only"):
+        f(np.ones((1, 1), np.int64))
+    with pytest.raises(ValueError, match="read-only"):
+        tj.trace(f)(np.ones((1, 1), np.int64))
+
+
+def test_mask_assignment_of_an_array_into_itself_is_the_identity():
+    # fuzz 841 #46: x[mask] = x copies each element onto itself in either order
+    def f(a):
+        a[np.array([True])] = a
+        return a
+
+    x1, x2 = np.array([True]), np.array([True])
+    np.testing.assert_array_equal(tj.trace(f)(x1), f(x2))

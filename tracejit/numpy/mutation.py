@@ -182,7 +182,11 @@ def _overlaps(a, b) -> bool:
     rb, eb = _viewed_elements(b)
     if ra is not rb:
         return False
-    return ea is None or eb is None or bool(np.intersect1d(ea.ravel(), eb.ravel()).size)
+    if ea is None or eb is None:
+        return True
+    if ea.shape == eb.shape and np.array_equal(ea, eb):
+        return False      # the same elements in the same order: copying is the identity
+    return bool(np.intersect1d(ea.ravel(), eb.ravel()).size)
 
 
 def inplace(fn, symbol):
@@ -486,6 +490,7 @@ def write_result(dst, result, casting="same_kind", where=True, what="out="):
     ``where``): NumPy's ``out=`` and ``copyto``."""
     from ._base import broadcast_to as broadcast
     from .logic import where as select
+    check_writeable(dst)                     # (NumPy's first error, before the cast's)
     rt = type_of(result)
     if not rt.weak and not np.can_cast(rt.dtype, dst.dtype, casting=casting):
         raise TypeError(f"Cannot cast array data from dtype('{rt.dtype}') to "
