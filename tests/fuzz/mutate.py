@@ -173,6 +173,10 @@ def _value(g, shape, dtype):
         return ("True" if rng.random() < 0.5 else "False") if kind == "b" else \
             _lit(rng, kind), []
     u = rng.random()
+    if kind in "iu" and np.asarray(g.val(y)).dtype.kind in "fc":
+        # a float out of the integer range (a negative one into unsigned) casts to whatever
+        # the C conversion gives on this machine (NumPy does not define it): kept in range
+        return f"np.clip({y}, {0 if kind == 'u' else -100}, 100)", [y]
     if u < 0.5:
         return y, [y]
     lit = _lit(rng, "i" if kind in "ib" else kind)
