@@ -52,3 +52,15 @@ def test_narrow_and_unsigned_ints_are_native_not_widened(dtype):
     assert got.dtype == np.dtype(dtype) and np.array_equal(got, [1, 1])
     np.testing.assert_array_equal(tj.jit(lambda x: x[np.array([0, 2], dtype)])(np.arange(3.)),
                                   [0., 2.])
+
+
+@pytest.mark.parametrize("name", ["amax", "max", "min", "sum", "prod", "ptp", "nansum",
+                                  "cumsum", "cumprod", "mean"])
+def test_reductions_of_python_scalars_are_strongly_typed(name):
+    # fuzz 851 #481: np.amax(2.0) is an np.float64, which promotes a float32 array to float64
+    fn = getattr(np, name)
+    x = np.ones(2, np.float32)
+    want = x * fn(2.0)
+    got = tj.trace(lambda a: x * fn(a))(2.0)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)

@@ -22,8 +22,19 @@ def _keepdims(out, in_shape, axes, keepdims):
     return st.reshape_p.bind(out, shape=shape)
 
 
-def _reduce(prim, a, axis, dtype, keepdims, initial, opname, combine=None):
+def _strong(a):
+    """A Python scalar as NumPy reduces it: a NumPy scalar, strongly typed (np.max(2.0) is an
+    np.float64, which then promotes as float64, not as a weak Python float)."""
     a = as_traceable(a)
+    t = type_of(a)
+    if t.weak:
+        from ..ops import elementwise as ew
+        a = ew.convert_p.bind(a, dtype=t.dtype)
+    return a
+
+
+def _reduce(prim, a, axis, dtype, keepdims, initial, opname, combine=None):
+    a = _strong(a)
     t = type_of(a)
     axes = normalize_axes(axis, t.ndim, opname)
     if dtype is not None:
@@ -198,7 +209,7 @@ def _empty_truth(a, axis, keepdims, value):
 def _cumulative(prim, opname):
     def fn(a, axis=None, dtype=None, out=None):
         _no_out(out, None, opname)
-        a = as_traceable(a)
+        a = _strong(a)
         t = type_of(a)
         if axis is None:
             a = st.reshape_p.bind(a, shape=(t.size,)) if isinstance(a, Tracer) else a.reshape(-1)
