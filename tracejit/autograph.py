@@ -24,6 +24,7 @@ while tracing; ``config.autograph = False`` turns conversion off.
 from __future__ import annotations
 
 import ast
+import contextlib
 import contextvars
 import copy
 import functools
@@ -56,15 +57,14 @@ def active() -> bool:
     return _active.get()
 
 
+@contextlib.contextmanager
 def enabled(on: bool = True):
     """Context: convert the user functions traced in the body (see :func:`call`)."""
-    class _Scope:
-        def __enter__(self):
-            self.token = _active.set(on)
-
-        def __exit__(self, *exc):
-            _active.reset(self.token)
-    return _Scope()
+    token = _active.set(on)
+    try:
+        yield
+    finally:
+        _active.reset(token)
 
 
 # --- running converted code ------------------------------------------------------------------
@@ -676,9 +676,7 @@ class _Converter(ast.NodeTransformer):
 
     def visit_While(self, node):
         exits = node.orelse or _has_exit(node.body)
-        names, rebound = _assigned(node.body)
-        reads = self._reads([node.test] + node.body, names)
-        names = names + reads
+        names, rebound, reads = self._analyse([node.test] + node.body)
         self.generic_visit(node)
         if exits:
             return node
