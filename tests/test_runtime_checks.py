@@ -144,3 +144,66 @@ def test_integer_power_matches_numpy(dt, n, seed, p_neg, backend):
         got = f(x, e)
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+# Dead code keeps its run-time errors (fuzz 841 #738, 851 #114, 861 #2525): NumPy raises for
+# a[i] = v with i out of range even when a is overwritten or never read afterwards, so DCE keeps
+# an unused gather, scatter or check (passes.dce, backend/plan/sinkviews.py) unless a kept
+# equation checks the same index against the same length.
+
+def _dead_write(a0, a2):
+    a0[a2] += -0.75
+    np.subtract(1.0, 2.0, out=a0)
+    return a0.sum()
+
+
+def _dead_read(x, i):
+    y = x[i]
+    return x * 2
+
+
+def _dead_local_write(x, i):
+    a = np.zeros(3)
+    a[i] = x[0]
+    return np.sum(x * 2)
+
+
+def _dead_power(x, e):
+    y = x ** e
+    return x + 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn, good, bad, error", [
+    (_dead_write, (np.zeros(3), 1), (np.zeros(3), 5), IndexError),
+    (_dead_read, (np.ones(3), -3), (np.ones(3), 3), IndexError),
+    (_dead_local_write, (np.ones(3), 2), (np.ones(3), -4), IndexError),
+    (_dead_power, (np.arange(3), np.arange(3)), (np.arange(3), np.array([1, -1, 2])), ValueError),
+])
+def test_dead_code_keeps_its_errors(backend, fn, good, bad, error):
+    g = tj.jit(fn, backend=backend)
+    want = fn(*[np.copy(a) for a in good])
+    np.testing.assert_array_equal(g(*[np.copy(a) for a in good]), want)
+    with pytest.raises(error):
+        fn(*[np.copy(a) for a in bad])                      # NumPy raises too
+    with pytest.raises(error):
+        g(*[np.copy(a) for a in bad])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dead_code_keeps_its_errors_under_transforms(backend):
+    x = np.ones((2, 3))
+    batched = tj.jit(tj.vmap(_dead_local_write, in_axes=(0, None)), backend=backend)
+    np.testing.assert_array_equal(batched(x, 1), [6.0, 6.0])
+    with pytest.raises(IndexError):
+        batched(x, 7)
+    grad = tj.jit(tj.grad(lambda x, i: np.sum(_dead_read(x, i))), backend=backend)
+    np.testing.assert_array_equal(grad(x[0], 0), [2.0, 2.0, 2.0])
+    with pytest.raises(IndexError):
+        grad(x[0], 3)
+
+
+def test_a_checked_index_needs_no_dead_gather():
+    """The gradient of x[i] scatters into i, which checks i: the primal gather goes."""
+    ir = str(tj.make_ir(tj.grad(lambda x, i: x[i] * 2.0))(np.ones(3), 1))
+    assert "scatter" in ir and "take" not in ir

@@ -66,19 +66,49 @@ def _with_ins(eqn, ins: tuple) -> Eqn:
 
 def dce(graph: Graph) -> Graph:
     """Drop equations none of whose outputs are used (and the unused records of a
-    ``while_record``: a loop whose tape nobody reads becomes a plain ``while``)."""
-    live = {id(a) for a in graph.outvars if isinstance(a, Var)}
-    kept = []
-    for eqn in reversed(graph.eqns):
-        if any(id(v) in live for v in eqn.outvars):
-            if eqn.prim.name == "while_record":
-                eqn = _prune_records(eqn, live)
-            kept.append(eqn)
-            live.update(id(a) for a in eqn.invars if isinstance(a, Var))
-    kept.reverse()
+    ``while_record``: a loop whose tape nobody reads becomes a plain ``while``).
+
+    An unused equation that can raise at run time stays (``_may_raise``): NumPy raises
+    IndexError for ``a[i] = v`` with ``i`` out of range even when ``a`` is overwritten later, so
+    dropping the write would drop the error. It goes only when a kept equation checks the same
+    index against the same length (the gradient of ``x[i]`` keeps the scatter of the same ``i``
+    and needs no primal gather)."""
+    kept, live, checked = _live(graph, ())
+    dead = [e for e in graph.eqns if _may_raise(e) and id(e) not in kept
+            and not (e.prim.name != "check" and _index_check(e) in checked)]
+    if dead:
+        kept, live, _ = _live(graph, {id(e) for e in dead})
+    eqns = [_prune_records(e, live) if e.prim.name == "while_record" else e
+            for e in graph.eqns if id(e) in kept]
     used_consts = [(c, v) for c, v in zip(graph.constvars, graph.constvals) if id(c) in live]
-    return graph.replace(eqns=kept, constvars=tuple(c for c, _ in used_consts),
+    return graph.replace(eqns=eqns, constvars=tuple(c for c, _ in used_consts),
                          constvals=tuple(v for _, v in used_consts))
+
+
+def _live(graph: Graph, roots: set) -> tuple[set, set, set]:
+    """Ids of the kept equations (those the outputs use, and the equations ``roots``), of the
+    vars they use, and the index checks (``_index_check``) the kept equations make."""
+    live = {id(a) for a in graph.outvars if isinstance(a, Var)}
+    kept, checked = set(), set()
+    for eqn in reversed(graph.eqns):
+        if id(eqn) in roots or any(id(v) in live for v in eqn.outvars):
+            kept.add(id(eqn))
+            live.update(id(a) for a in eqn.invars if isinstance(a, Var))
+            if eqn.prim.name in ("take", "scatter"):
+                checked.add(_index_check(eqn))
+    return kept, live, checked
+
+
+def _may_raise(eqn: Eqn) -> bool:
+    """A run-time check, or a gather/scatter whose index is computed (literal indices were
+    checked while tracing)."""
+    return eqn.prim.name == "check" or \
+        eqn.prim.name in ("take", "scatter") and isinstance(eqn.invars[1], Var)
+
+
+def _index_check(eqn: Eqn) -> tuple:
+    """What a gather or scatter checks: its index var against the length of its axis."""
+    return id(eqn.invars[1]), eqn.invars[0].ty.shape[eqn.params["axis"]]
 
 
 def _prune_records(eqn: Eqn, live) -> Eqn:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import Eqn, Literal, Type, Var
+from ...passes import cse, dce
 from ...ops import elementwise as ew
 from ...ops import structural as st
 
@@ -367,23 +368,12 @@ class _Sinker:
             ins = tuple(rename.get(id(a), a) if isinstance(a, Var) else a for a in e.invars)
             outv = tuple(rename.get(id(v), v) for v in e.outvars)
             eqns.append(Eqn(e.prim, ins, outv, e.params, e.source))
-        return _dce(self.graph.replace(eqns=eqns))
+        return dce(self.graph.replace(eqns=eqns))
 
 
 def _key(params):
     return tuple(sorted((k, tuple(v) if isinstance(v, (list, tuple)) else v)
                         for k, v in params.items()))
-
-
-def _dce(graph):
-    live = {id(a) for a in graph.outvars if isinstance(a, Var)}
-    kept = []
-    for eqn in reversed(graph.eqns):
-        if any(id(v) in live for v in eqn.outvars) or eqn.prim.props.get("effect"):
-            kept.append(eqn)
-            live.update(id(a) for a in eqn.invars if isinstance(a, Var))
-    kept.reverse()
-    return graph.replace(eqns=kept)
 
 
 def sink_views(graph):
@@ -395,8 +385,7 @@ def sink_views(graph):
     new = s.run()
     if new is None or not s.changed:
         return graph
-    from ...passes import cse
     merged = cse(new)                        # sunk copies of one value (iota == iota, ...)
     if all(a is b for a, b in zip(merged.outvars, new.outvars)):
-        new = _dce(merged)
+        new = dce(merged)
     return new
