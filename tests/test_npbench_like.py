@@ -39,7 +39,6 @@ SIZES = {
 
 _CONTROL = "Python control flow (if/while) on a traced value"
 XFAIL = {
-    "azimint_hist": (UnsupportedError, "np.histogram is not supported on traced arrays"),
     "azimint_naive": (ConcretizationError,
                       "data[mask] with a traced mask (data-dependent shape)"),
     "cholesky2": (UnsupportedError, "np.linalg.cholesky is not supported on traced arrays"),

@@ -18,6 +18,11 @@ ERR_INTERRUPT = 16         # SIGINT arrived while the call ran (KeyboardInterrup
 # exception and message are ``elementwise.ERRORS[name]``
 CHECK_BITS = {
     "negative_power": 32,  # an integer power with a negative exponent (ValueError)
+    "histogram_range": 64,  # np.histogram of NaN/inf data with no range= (ValueError)
+    "bincount_negative": 128,  # bincount of a negative value (ValueError)
+    "nan_to_int": 256,  # a NaN scalar stored into an integer array (ValueError)
+    "inf_to_int": 512,  # an infinite scalar stored into an integer array (OverflowError)
+    "scalar_out_of_bounds": 1024,  # a scalar outside the integer array's range (OverflowError)
 }
 
 DESC_BYTES = 16            # a stack descriptor: {ptr data, i64 length}

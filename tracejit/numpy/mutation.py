@@ -145,6 +145,8 @@ def setitem(self, idx, v):
             "x[mask] = v where v shares memory with x: NumPy copies a boolean-mask assignment "
             "element by element without buffering, so its result depends on the overlap "
             "(every other write buffers); write x[mask] = v.copy() for the buffered result")
+    if isinstance(v, Tracer) and is_scalar(v) or not isinstance(v, (Tracer, np.ndarray)):
+        v = intrange.store_scalar(v, self.dtype)
     assign(self, indexing.update(value(self), idx, v, "set"))
 
 
@@ -574,4 +576,7 @@ def place(arr, mask, vals):
 
 def fill(self, v):
     """``x.fill(v)``: every element becomes ``v`` (cast as NumPy's fill does, unsafely)."""
-    write_result(_target(self, "fill"), v, "unsafe", what="fill")
+    dst = _target(self, "fill")
+    if not isinstance(v, Tracer) or is_scalar(v):
+        v = intrange.store_scalar(v, dst.dtype)
+    write_result(dst, v, "unsafe", what="fill")

@@ -1,4 +1,4 @@
-"""NumPy's long tail on tracers, as composites of the core functions: meshgrid, diag, diagflat,
+"""NumPy's long tail on tracers, as composites of the core functions: trunc, fix, meshgrid, diag, diagflat,
 rot90, vander, diff, ediff1d, gradient, trapezoid, polyval, append, hsplit/vsplit/dsplit,
 cov, corrcoef, allclose, iscomplexobj/isrealobj, result_type, and the error-state functions.
 
@@ -16,7 +16,7 @@ from ..errors import UnsupportedError
 from . import mutation
 from ._base import as_traceable, implements, normalize_axis
 
-__all__ = ["meshgrid", "diag", "diagflat", "rot90", "vander", "diff", "ediff1d", "gradient",
+__all__ = ["trunc", "fix", "meshgrid", "diag", "diagflat", "rot90", "vander", "diff", "ediff1d", "gradient",
            "trapezoid", "polyval", "append", "hsplit", "vsplit", "dsplit", "cov", "corrcoef",
            "allclose", "iscomplexobj", "isrealobj", "result_type", "seterr", "geterr",
            "errstate"]
@@ -24,6 +24,26 @@ __all__ = ["meshgrid", "diag", "diagflat", "rot90", "vander", "diff", "ediff1d",
 # NumPy's floating-point error state is Python-side configuration: tracejit's code follows
 # IEEE semantics and never warns, so these are NumPy's own (usable inside a trace)
 seterr, geterr, errstate = np.seterr, np.geterr, np.errstate
+
+
+@implements(np.trunc)
+def trunc(x, /):
+    """Round toward zero: ceil below zero, floor elsewhere (exact for -0.0 and NaN); integer and
+    bool arrays keep their dtype, as in NumPy 2."""
+    from .logic import where
+    from .math import ceil, floor
+    x = as_traceable(x)
+    if type_of(x).dtype.kind in "biu":
+        return x
+    return where(x < 0, ceil(x), floor(x))
+
+
+@implements(np.fix)
+def fix(x, out=None):
+    """numpy.fix: round toward zero (``trunc``)."""
+    if out is not None:
+        raise UnsupportedError("np.fix(..., out=) on tracers; write out[...] = np.fix(x)")
+    return trunc(x)
 
 
 @implements(np.meshgrid)

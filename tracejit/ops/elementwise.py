@@ -428,6 +428,14 @@ convert_p.transpose = _convert_transpose
 # error name -> (exception type, message): the error exactly as NumPy raises it
 ERRORS = {
     "negative_power": (ValueError, "Integers to negative integer powers are not allowed."),
+    "histogram_range": (ValueError, "autodetected range of the histogram's data is not finite "
+                                    "(it holds NaN or inf): pass range=(min, max)"),
+    "bincount_negative": (ValueError, "'list' argument must have no negative elements"),
+    "nan_to_int": (ValueError, "cannot convert float NaN to integer"),
+    "inf_to_int": (OverflowError, "cannot convert float infinity to integer"),
+    "scalar_out_of_bounds": (OverflowError, "Python integer out of bounds for the integer array "
+                                            "it is stored into (NumPy stores a scalar through "
+                                            "int(); store an array to get a C cast)"),
 }
 
 
