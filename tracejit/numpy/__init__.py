@@ -20,5 +20,6 @@ from .shape import *  # noqa: F401,F403
 from .extra import *  # noqa: F401,F403
 from .tail import *  # noqa: F401,F403
 from .counting import *  # noqa: F401,F403
+from .sorting import *  # noqa: F401,F403
 from .nonzero import *  # noqa: F401,F403
 from .mutation import *  # noqa: F401,F403  (view functions: writes through them reach the base)

@@ -10,7 +10,8 @@ import numpy as np
 from .. import dtypes
 from ..core import Tracer
 from ..errors import UnsupportedError
-from . import creation, indexing, linalg, logic, math, mutation, nonzero, reductions, shape
+from . import (creation, indexing, linalg, logic, math, mutation, nonzero, reductions, shape,
+               sorting)
 from ._base import convert
 
 
@@ -127,6 +128,7 @@ _METHODS = {
     "ptp": reductions.ptp, "fill": mutation.fill,
     "put": lambda self, ind, v, mode="raise": mutation.put(self, ind, v, mode),
     "nonzero": lambda self: nonzero.nonzero(self),
+    "sort": sorting.sort_inplace, "argsort": sorting.argsort,
 }
 
 _PROPERTIES = {
