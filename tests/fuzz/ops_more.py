@@ -282,4 +282,48 @@ def nested(g):
         [f"nested:scan/{kind}"] + (["scan:checkpoint"] if ck else [])
 
 
-FAMILIES = [(advindex, 6), (composite, 7), (creation, 4), (custom, 4), (nested, 4)]
+def order(g):
+    """Sorting and order statistics (numpy/sorting.py, counting.py): sort, argsort,
+    median, quantile/percentile with a method, searchsorted, histogram, trunc."""
+    rng = g.rng
+    x = g.pick(lambda v: v.ndim >= 1 and v.dtype.kind in "iuf" and v.size >= 1)
+    if x is None:
+        return None
+    xv = g.val(x)
+    nd = xv.ndim
+    ax = int(rng.integers(-nd, nd))
+    k = rng.integers(7)
+    if k == 0:
+        kind = rng.choice(["", ", kind='stable'"])
+        return f"np.sort({x}, axis={ax}{kind})", [x], ["order:sort"]
+    if k == 1:
+        return f"np.argsort({x}, axis={ax}, kind='stable')", [x], ["order:argsort"]
+    if k == 2:
+        kd = ", keepdims=True" if rng.random() < 0.3 else ""
+        a = rng.choice([str(ax), "None"])
+        return f"np.median({x}, axis={a}{kd})", [x], ["order:median"]
+    if k == 3:
+        method = rng.choice(["linear", "lower", "higher", "nearest", "midpoint", "hazen",
+                             "weibull", "median_unbiased"])
+        q = rng.choice(["0.3", "[0.1, 0.5, 0.95]", "1", "0.0"])
+        fn, qq = ("quantile", q) if rng.random() < 0.5 else \
+            ("percentile", q.replace("0.3", "30").replace("0.1", "10").replace(
+                "0.95", "95").replace("0.5", "50"))
+        return f"np.{fn}({x}, {qq}, axis={ax}, method='{method}')", [x], [f"order:{fn}"]
+    if k == 4:
+        y = g.pick(lambda v: v.dtype == xv.dtype and v.ndim <= 2)
+        if y is None:
+            return None
+        side = rng.choice(["left", "right"])
+        return (f"np.searchsorted(np.sort({x}.ravel()), {y}, side='{side}')", [x, y],
+                ["order:searchsorted"])
+    if k == 5:
+        w = g.pick(lambda v: v.shape == xv.shape and v.dtype.kind == "f")
+        bins = rng.choice(["5", "3, range=(-1.0, 1.0)", "[-1.0, 0.0, 0.5, 2.0]"])
+        wt = f", weights={w}" if w else ""
+        return f"np.histogram({x}, {bins}{wt})[0]", [x] + ([w] if w else []), \
+            ["order:histogram"]
+    return (f"np.trunc({x})", [x], ["order:trunc"]) if xv.dtype.kind == "f" else None
+
+
+FAMILIES = [(advindex, 6), (composite, 7), (creation, 4), (custom, 4), (nested, 4), (order, 4)]
