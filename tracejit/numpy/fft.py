@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import math
 import operator
+import sys
 import warnings
 
 import numpy as np
 
 from .. import dtypes
 from ..core import type_of
+from ..errors import _is_internal
 from ..ops import fft as ops
 from ..ops import structural as st
 from ._base import as_traceable, convert, implements, normalize_axis
@@ -201,8 +203,8 @@ def _cook(a, s, axes, name, invreal=False):
     given = s is not None
     if axes is None:
         if given:
-            warnings.warn("`axes` should not be `None` if `s` is not `None` (Deprecated in NumPy "
-                          "2.0): pass the axes explicitly", DeprecationWarning, stacklevel=3)
+            _deprecated("`axes` should not be `None` if `s` is not `None` (deprecated in "
+                        "NumPy 2.0): pass the axes explicitly")
             axes = range(-len(s), 0)
         else:
             axes = range(len(shape))
@@ -214,14 +216,22 @@ def _cook(a, s, axes, name, invreal=False):
     if invreal and axes and not given:
         s[-1] = 2 * (shape[axes[-1]] - 1)
     if None in s:
-        warnings.warn("Passing an array containing `None` values to `s` is deprecated in "
-                      "NumPy 2.0", DeprecationWarning, stacklevel=3)
+        _deprecated("Passing an array containing `None` values to `s` is deprecated in "
+                    "NumPy 2.0: pass -1 for an axis's input length")
     defaults = [shape[ax] for ax in axes]
     if invreal and axes:
         defaults[-1] = 2 * (shape[axes[-1]] - 1)
     s = [d if n is None else shape[ax] if n == -1 else n
          for n, d, ax in zip(s, defaults, axes)]
     return x, [_length(n, name) for n in s], axes
+
+
+def _deprecated(message):
+    """NumPy's DeprecationWarning, attributed to the first frame outside tracejit and NumPy."""
+    level, frame = 2, sys._getframe(1)
+    while frame is not None and _is_internal(frame.f_code.co_filename):
+        level, frame = level + 1, frame.f_back
+    warnings.warn(message, DeprecationWarning, stacklevel=level)
 
 
 def _last_axis(axes, name):
