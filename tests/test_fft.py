@@ -4,6 +4,7 @@ against finite differences (order 2, both modes), vmap against a Python loop, an
 
 Each (dtype, shape, backend) traces *one* function returning every case's result, so the whole
 table costs one compile per signature."""
+import contextlib
 import warnings
 
 import numpy as np
@@ -164,38 +165,33 @@ GRAD_CASES = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(GRAD_CASES))
-def test_check_grads(name):
-    f, x = GRAD_CASES[name]
+LLVM_GRADS = {"irfft_odd", "rfftn_3d", "power_complex", "convolution"}
+
+
+@contextlib.contextmanager
+def _backend(name):
     saved = tj.config.backend
-    tj.config.backend = "interpret"
+    tj.config.backend = name
     try:
-        check_grads(f, (x,), order=2, modes=("fwd", "rev"))
+        yield
     finally:
         tj.config.backend = saved
 
 
-@pytest.mark.parametrize("name", ["irfft_odd", "rfftn_3d", "power_complex", "convolution"])
-def test_check_grads_on_llvm(name):
+@pytest.mark.parametrize("name,backend", [(n, "interpret") for n in sorted(GRAD_CASES)] +
+                         [(n, "llvm") for n in sorted(LLVM_GRADS)])
+def test_check_grads(name, backend):
     f, x = GRAD_CASES[name]
-    saved = tj.config.backend
-    tj.config.backend = "llvm"
-    try:
+    with _backend(backend):
         check_grads(f, (x,), order=2, modes=("fwd", "rev"))
-    finally:
-        tj.config.backend = saved
 
 
 def test_check_grads_single_precision():
-    saved = tj.config.backend
-    tj.config.backend = "interpret"
-    try:
+    with _backend("interpret"):
         check_grads(lambda a: np.fft.irfft(np.fft.fft(a)[..., :4], n=6),
                     (_X.astype(np.float32),), order=2)
         check_grads(lambda a: np.fft.rfft2(a.real) * a[:, :4], (_Z.astype(np.complex64),),
                     order=1)
-    finally:
-        tj.config.backend = saved
 
 
 def test_complex_convention_parseval():
