@@ -282,3 +282,63 @@ def test_primitive_shape_rules():
     t = ops.irfft_p.abstract_eval([Type(np.dtype(np.complex64), (2, 4))], axes=(0, 1),
                                   n=7)[0]
     assert t.shape == (2, 7) and t.dtype == np.float32
+
+
+def test_random_signatures_match_numpy():
+    """Seeded random ranks, lengths (1 included), axes (negative, repeated), s (padding,
+    truncation, -1) and norms for every n-d function, on the interpreter: NumPy's values, or
+    NumPy's exception type."""
+    rng = np.random.default_rng(7)
+    names = ["fftn", "ifftn", "rfftn", "irfftn", "fft2", "ifft2", "rfft2", "irfft2"] + ONE_D
+    for trial in range(120):
+        name = names[trial % len(names)]
+        ndim = int(rng.integers(1, 4))
+        shape = tuple(int(d) for d in rng.integers(1, 8, ndim))
+        dtype = [np.float32, np.float64, np.complex64, np.complex128][int(rng.integers(4))]
+        if name in REAL_INPUT and np.dtype(dtype).kind == "c":
+            dtype = np.float64
+        kw = dict(norm=NORMS[int(rng.integers(4))])
+        if name in ONE_D:
+            kw["axis"] = int(rng.integers(-ndim, ndim))
+            if rng.random() < 0.5:
+                kw["n"] = int(rng.integers(1, 10))
+        else:
+            k = int(rng.integers(1, ndim + 2))
+            kw["axes"] = tuple(int(a) for a in rng.integers(-ndim, ndim, k))
+            if rng.random() < 0.6:
+                kw["s"] = tuple(int(v) for v in rng.choice([-1, 1, 2, 3, 5, 8], k))
+        x = _data(shape, dtype, seed=trial)
+        fn = getattr(np.fft, name)
+        try:
+            want = fn(x, **kw)
+        except (ValueError, IndexError, TypeError) as e:
+            with pytest.raises(type(e)):
+                tj.jit(lambda a: fn(a, **kw), backend="interpret")(x)
+            continue
+        got = tj.jit(lambda a: fn(a, **kw), backend="interpret")(x)
+        label = f"{name}{shape} {np.dtype(dtype)} {kw}"
+        assert got.dtype == want.dtype and got.shape == want.shape, label
+        np.testing.assert_allclose(got, want, rtol=0, err_msg=label,
+                                   atol=_tol(want.dtype) * max(1.0, float(np.abs(want).max())))
+
+
+def test_loops_with_transforms_both_backends():
+    """A spectral heat step in fori_loop (compiled loop with the transforms inside), its
+    gradient at order 2, and vmap of the loop."""
+    k = np.fft.rfftfreq(16)
+    x = _rng.standard_normal(16)
+
+    def heat(u):
+        def body(i, u):
+            return np.fft.irfft(np.fft.rfft(u) * np.exp(-k ** 2), n=16) + 0.01 * np.sin(u)
+        return tj.fori_loop(0, 4, body, u)
+
+    want = x
+    for _ in range(4):
+        want = np.fft.irfft(np.fft.rfft(want) * np.exp(-k ** 2), n=16) + 0.01 * np.sin(want)
+    for backend in ("interpret", "llvm"):
+        with _backend(backend):
+            np.testing.assert_allclose(tj.jit(heat)(x), want, atol=1e-13)
+            check_grads(lambda u: np.sum(heat(u) ** 2), (x,), order=2)
+            got = tj.jit(tj.vmap(heat))(np.stack([x, x]))
+            np.testing.assert_allclose(got, np.stack([want, want]), atol=1e-13)
