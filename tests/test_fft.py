@@ -154,6 +154,10 @@ GRAD_CASES = {
     "rfft2": (lambda a: np.fft.rfft2(a), _X),
     "irfft2": (lambda a: np.fft.irfft2(a, s=(3, 5)), _Z),
     "irfftn_odd": (lambda a: np.fft.irfftn(a, norm="forward"), _Z5),
+    "ifft2_real_in": (lambda a: np.fft.ifft2(a, norm="forward"), _X),
+    "fftn_complex": (lambda a: np.fft.fftn(a, s=(4, 3), axes=(1, 0)), _Z),
+    "hfft_real_in": (lambda a: np.fft.hfft(a, n=7), _X5),
+    "irfft_real_in": (lambda a: np.fft.irfft(a, axis=0), _X),
     "fftshift": (lambda a: np.fft.fftshift(np.fft.fft(a)), _X5),
     "ifftshift": (lambda a: np.fft.ifftshift(a, axes=0) * 2.0, _Z),
     # real-valued losses of complex intermediates
