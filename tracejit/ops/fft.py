@@ -55,10 +55,11 @@ def _fft_shape(x, *, axes, inverse):
 
 def _fft_impl(x, *, axes, inverse):
     x = np.asarray(x)
-    if inverse:                                  # norm="forward": the inverse is not scaled
-        out = np.fft.ifftn(x, axes=axes, norm="forward")
+    norm = "forward" if inverse else "backward"      # "forward": the inverse is not scaled
+    if len(axes) == 1:                  # (the 1-D functions skip fftn's argument handling)
+        out = (np.fft.ifft if inverse else np.fft.fft)(x, axis=axes[0], norm=norm)
     else:
-        out = np.fft.fftn(x, axes=axes)
+        out = (np.fft.ifftn if inverse else np.fft.fftn)(x, axes=axes, norm=norm)
     return np.asarray(out, dtype=x.dtype)
 
 
@@ -78,7 +79,8 @@ def _rfft_shape(x, *, axes):
 
 def _rfft_impl(x, *, axes):
     x = np.asarray(x)
-    return np.asarray(np.fft.rfftn(x, axes=axes), dtype=dtypes.complex_dtype(x.dtype))
+    out = np.fft.rfft(x, axis=axes[0]) if len(axes) == 1 else np.fft.rfftn(x, axes=axes)
+    return np.asarray(out, dtype=dtypes.complex_dtype(x.dtype))
 
 
 rfft_p = Primitive("rfft", "other", _rfft_shape, _rfft_impl, linear=True)
@@ -98,8 +100,11 @@ def _irfft_shape(x, *, axes, n):
 
 def _irfft_impl(x, *, axes, n):
     x = np.asarray(x)
-    s = [x.shape[a] for a in axes[:-1]] + [n]
-    out = np.fft.irfftn(x, s=s, axes=axes, norm="forward")
+    if len(axes) == 1:
+        out = np.fft.irfft(x, n, axis=axes[0], norm="forward")
+    else:
+        s = [x.shape[a] for a in axes[:-1]] + [n]
+        out = np.fft.irfftn(x, s=s, axes=axes, norm="forward")
     return np.asarray(out, dtype=dtypes.real_dtype(x.dtype))
 
 
