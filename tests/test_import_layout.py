@@ -51,9 +51,10 @@ KNOWN_FRONT_END_CIRCLES = frozenset(
     + [f"tracejit.numpy{m}" for m in (
         "", "._base", ".creation", ".dispatch", ".einsum", ".extra", ".indexing", ".intercept",
         ".intrange", ".linalg", ".logic", ".math", ".methods", ".mutation", ".nonzero",
-        ".reductions", ".shape", ".tail")]
+        ".reductions", ".shape", ".tail",
+        ".fft")]              # (a new module of the NumPy layer joins it like every other)
     + [f"tracejit.ops.{m}" for m in ("contraction", "control", "elementwise", "reductions",
-                                     "structural")]
+                                     "structural", "fft")]      # (every ops module: via core)
     + [f"tracejit.transforms.{m}" for m in ("batching", "jvp", "partial_eval", "transpose")])
 
 
