@@ -326,4 +326,40 @@ def order(g):
     return (f"np.trunc({x})", [x], ["order:trunc"]) if xv.dtype.kind == "f" else None
 
 
-FAMILIES = [(advindex, 6), (composite, 7), (creation, 4), (custom, 4), (nested, 4), (order, 4)]
+def spectral(g):
+    """numpy.fft: a 1-D transform (n, axis, norm drawn), an n-d one (axes, s), a filtered round
+    trip or a shift. Real-input transforms of complex values, n = 0 and the like are left for
+    NumPy's validation to drop."""
+    rng = g.rng
+    x = g.pick(lambda v: v.ndim >= 1)
+    if x is None:
+        return None
+    xv = g.val(x)
+    nd, m = xv.ndim, xv.shape[-1]
+    ax = int(rng.integers(-nd, nd))
+    norm = rng.choice(["", ", norm='ortho'", ", norm='forward'", ", norm='backward'"])
+    k = rng.integers(5)
+    if k == 0:
+        fn = rng.choice(["fft", "ifft", "rfft", "irfft", "hfft", "ihfft"])
+        n = f", n={int(rng.integers(1, 2 * xv.shape[ax] + 2))}" if rng.random() < 0.5 else ""
+        return f"np.fft.{fn}({x}{n}, axis={ax}{norm})", [x], [f"fft:{fn}"]
+    if k == 1:
+        fn = rng.choice(["fftn", "ifftn", "rfftn", "irfftn", "fft2", "ifft2", "rfft2", "irfft2"])
+        axes = [int(a) for a in rng.permutation(nd)[:int(rng.integers(1, nd + 1))]]
+        if fn.endswith("2"):
+            axes = axes[:2] if len(axes) == 2 else [-2, -1]
+        s = [int(rng.integers(1, 7)) for _ in axes] if rng.random() < 0.4 else None
+        sk = f", s={tuple(s)}" if s else ""
+        return f"np.fft.{fn}({x}{sk}, axes={tuple(axes)}{norm})", [x], [f"fft:{fn}"]
+    if k == 2:                      # low-pass filter: rfft, scale the spectrum, irfft
+        return (f"np.fft.irfft(np.fft.rfft({x}{norm}) * np.exp(-0.1 * np.arange({m // 2 + 1})), "
+                f"n={m}{norm})"), [x], ["fft:filter"]
+    if k == 3:                      # the power spectrum, a real function of complex values
+        return f"np.abs(np.fft.fft({x}, axis={ax}{norm})) ** 2", [x], ["fft:power"]
+    fn = rng.choice(["fftshift", "ifftshift"])
+    axes = rng.choice(["", f", axes={ax}", f", axes=({ax},)"])
+    return f"np.fft.{fn}({x}{axes})", [x], [f"fft:{fn}"]
+
+
+FAMILIES = [(advindex, 6), (composite, 7), (creation, 4), (custom, 4), (nested, 4),
+            (order, 4), (spectral, 4)]

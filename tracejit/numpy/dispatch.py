@@ -11,6 +11,8 @@ _REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
 _SAME_AS_NUMPY = {("numpy.linalg", "matmul"), ("numpy.linalg", "tensordot"),
                   ("numpy.linalg", "outer")}
 _ACCUMULATE = {"add": "cumsum", "multiply": "cumprod"}
+# NumPy submodules whose functions tracejit.numpy has under the same submodule name
+_SUBMODULES = {"numpy.fft": "fft"}
 
 
 def _namespace():
@@ -68,6 +70,8 @@ def array_function(func, args, kwargs):
     public = "numpy" if module.startswith("numpy._core") or module == "numpy" else module
     same = public == "numpy" or (public, func.__name__) in _SAME_AS_NUMPY
     fn = getattr(_namespace(), func.__name__, None) if same else None
+    if public in _SUBMODULES:
+        fn = getattr(getattr(_namespace(), _SUBMODULES[public]), func.__name__, None)
     if fn is None or fn is func or not callable(fn):
         raise UnsupportedError(f"{public}.{func.__name__} is not supported by tracejit on traced "
                                f"arrays (tracejit.numpy lists what is); compute it outside the "

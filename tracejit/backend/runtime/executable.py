@@ -217,7 +217,11 @@ class Executable:
         self._stack_io = any(v.ty.dynamic for v in (*graph.invars, *graph.outvars))
         self._stack_outs = [s.index for s in bp.slots if s.kind == "out" and s.var.ty.dynamic]
         self.entry_ok = self.native and not self._stack_io     # pyabi entries: static shapes
-        self._out_specs = [(v.ty.dtype, v.ty.shape) for v in graph.outvars]
+        # outputs that are a NumPy fallback's own array (plan.py_outputs) get no buffer:
+        # allocating one would take the freed memory the fallback's result is about to need
+        # and leave that result fresh pages to fault in on every call
+        self._out_specs = [None if j in self.plan.py_outputs else (v.ty.dtype, v.ty.shape)
+                           for j, v in enumerate(graph.outvars)]
         self._nbufs = len(graph.invars) + len(graph.outvars)
         self._buf_t = ctypes.c_void_p * max(1, self._nbufs)
         self._slots_t = ctypes.c_void_p * (len(bp.slots) + 1)
@@ -344,7 +348,7 @@ class Executable:
         if self._stack_io:
             return self._call_with_stacks(args)
         args = [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in args]
-        outs = [np.empty(shape, dt) for dt, shape in self._out_specs]
+        outs = [None if spec is None else np.empty(spec[1], spec[0]) for spec in self._out_specs]
         if self.native:
             data = _data_ptr
             bufs = self._buf_t(*[data(a) for a in args], *[data(o) for o in outs])
