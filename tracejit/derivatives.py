@@ -14,10 +14,11 @@ import functools
 
 import numpy as np
 
-from . import autograph, tree
+from . import autograph, pickling, tree
 from .ad import _materialize, _stage, _value, vjp
 from .ad_util import Zero, tangent_type
-from .api import trace
+from .api import _artifact_bytes, _producer, trace
+from .artifact import Artifact
 from .config import config
 from .core import Tracer, current_builder
 from .errors import InputError
@@ -67,19 +68,24 @@ class Derivative:
         self._argnums = argnums
         self._traced: dict = {}
         self._last = None
+        self._remake = None      # (kind, fun, argnums, has_aux, holomorphic): see _memoized
 
     def _traced_for(self, args, kwargs):
         nums = _as_tuple(self._argnums)
         static = tuple(i for i, a in enumerate(args) if i not in nums and _is_static(a))
         names = tuple(sorted(k for k, v in kwargs.items() if _is_static(v)))
-        key = (static, names, config.strong_zero_where)
+        self._last = t = self._traced_of((static, names, config.strong_zero_where))
+        return t
+
+    def _traced_of(self, key):
+        """The trace of the body for (static argnums, static argnames, strong_zero_where)."""
         t = self._traced.get(key)
         if t is None:
+            static, names, _ = key
             t = self._traced[key] = trace(self._body, static_argnums=static,
                                           static_argnames=names)
             if not static and not names:
                 t._owners.append(self)      # same arguments: its native entries serve us too
-        self._last = t
         return t
 
     def _python_call(self, *args, **kwargs):
@@ -109,8 +115,47 @@ class Derivative:
     def cache_info(self):
         return self._last.cache_info() if self._last is not None else None
 
+    def export_artifact(self, strict: bool = True) -> Artifact:
+        """The compiled signatures of this derivative as an ``Artifact`` (see
+        ``Traced.export_artifact``; each entry's ``variant`` names the trace it belongs to)."""
+        return Artifact(self._artifact_entries(strict), self.__name__, _producer())
+
+    def _artifact_entries(self, strict: bool) -> list:
+        return [e for key, t in list(self._traced.items())
+                for e in t._artifact_entries(key, strict)]
+
+    def load_artifact(self, artifact: Artifact) -> int:
+        """Make an artifact's signatures known (see ``Traced.load_artifact``)."""
+        added = 0
+        for e in artifact.entries:
+            static, names, strong = e.variant
+            t = self._traced_of((tuple(static), tuple(names), bool(strong)))
+            added += t._restore_later(e)
+        return added
+
+    def __reduce__(self):
+        """As the derivative of the user's function (by reference when it is importable;
+        else by value, with the artifact of the compiled signatures): see pickling.py."""
+        if self._remake is None:
+            raise TypeError(f"cannot pickle {self.__name__}: made outside tracejit's "
+                            f"derivative functions")
+        kind, fun, argnums, has_aux, holomorphic = self._remake
+        art = None
+        if not pickling.user_importable(fun):
+            fun = pickling.by_value(fun)
+            art = _artifact_bytes(self._artifact_entries(strict=False), self.__name__)
+        return _restore_derivative, (kind, fun, argnums, has_aux, holomorphic, art)
+
     def __repr__(self):
         return f"<tracejit {self.__name__}>"
+
+
+def _restore_derivative(kind, fun, argnums, has_aux, holomorphic, artifact):
+    """Unpickle a derivative object: ``kind(fun, ...)`` knowing the artifact's signatures."""
+    d = _MAKERS[kind](fun, argnums, has_aux, holomorphic)
+    if artifact is not None:
+        d.load_artifact(Artifact.from_bytes(artifact))
+    return d
 
 
 _derivative_type = None
@@ -203,8 +248,11 @@ def _memoized(kind):
         @functools.wraps(make)
         def cached(fun, argnums=0, has_aux=False, holomorphic=False):
             nums = argnums if isinstance(argnums, int) else tuple(argnums)
-            return _memo.get(fun, (kind, nums, bool(has_aux), bool(holomorphic)),
-                             lambda: make(fun, argnums, has_aux, holomorphic))
+            def build():
+                made = make(fun, argnums, has_aux, holomorphic)
+                made._remake = (kind, fun, nums, bool(has_aux), bool(holomorphic))
+                return made
+            return _memo.get(fun, (kind, nums, bool(has_aux), bool(holomorphic)), build)
         cached.__name__ = cached.__qualname__ = kind
         return cached
     return wrap
@@ -364,3 +412,7 @@ def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
     outer = _jacfwd(inner, argnums, has_aux=has_aux, holomorphic=holomorphic)
     outer.__name__ = f"hessian({getattr(fun, '__name__', 'f')})"
     return outer
+
+
+_MAKERS = {"grad": grad, "value_and_grad": value_and_grad, "jacfwd": jacfwd, "jacrev": jacrev,
+           "hessian": hessian}
