@@ -543,6 +543,10 @@ class Vmapped:
             return self._run(*args)                # inside a trace: inline
         return self._compiled(*args)
 
+    def cache_info(self):
+        """The cache counters of the batched function's trace (``Traced.cache_info``)."""
+        return self._compiled.cache_info()
+
     def export_artifact(self, strict: bool = True):
         """The compiled signatures as an ``Artifact`` (see ``Traced.export_artifact``)."""
         return self._compiled.export_artifact(strict)
