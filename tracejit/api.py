@@ -30,13 +30,12 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from . import autograph, pickling, tree
-from .artifact import Artifact, ArtifactError, Entry
+from .artifact import Artifact, ArtifactError, Entry, portable
 from .config import _on_code_change, config
 from .core import Tracer, current_builder, make_graph
 from .errors import ConcretizationError, InputError, numpy_shape_from_tracer
 from .ir import Graph
 from .passes import simplify
-from .serialize import SerializeError
 from .signature import Learned, Signature, explain, hashable, leaf_type, pretty_path
 
 log = logging.getLogger("tracejit")
@@ -633,19 +632,7 @@ class Traced:
             if not debug_nans:
                 entries.append(compiled.artifact_entry(sig, variant))
         entries += [dataclasses.replace(e, variant=variant) for e in later]
-        out = []
-        for e in entries:
-            try:
-                Artifact([e]).files()
-            except SerializeError as err:
-                if strict:
-                    raise ArtifactError(f"{self.__name__}: signature {e.signature.types} has "
-                                        f"no data form: {err}") from None
-                log.debug("tracejit: %s: signature left out of the artifact: %s",
-                          self.__name__, err)
-                continue
-            out.append(e)
-        return out
+        return portable(entries, strict, self.__name__)
 
     def load_artifact(self, artifact: Artifact) -> int:
         """Make an artifact's signatures known to this function: their first calls run the

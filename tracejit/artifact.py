@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import logging
 import os
 import zipfile
 from typing import Any
@@ -38,6 +39,8 @@ from typing import Any
 from . import serialize
 from .ir import Graph
 from .serialize import SerializeError
+
+log = logging.getLogger("tracejit")
 
 FORMAT = "tracejit-artifact"
 VERSION = 1
@@ -65,6 +68,23 @@ class Entry:
     outputs: dict
     range_facts: frozenset
     objects: list
+
+
+def portable(entries, strict: bool, name: str) -> list:
+    """The entries that have a data form. Another (a static argument that is an arbitrary
+    object) raises ``ArtifactError`` when ``strict``, else it is left out (logged)."""
+    out = []
+    for e in entries:
+        try:
+            _encode_entry(0, e, {})
+        except SerializeError as err:
+            if strict:
+                raise ArtifactError(f"{name}: signature {e.signature.types} has no data "
+                                    f"form: {err}") from None
+            log.debug("tracejit: %s: signature left out of the artifact: %s", name, err)
+            continue
+        out.append(e)
+    return out
 
 
 def _encode_entry(k: int, e: Entry, files: dict) -> dict:
