@@ -17,7 +17,7 @@ import numpy as np
 from . import autograph, pickling, tree
 from .ad import _materialize, _stage, _value, vjp
 from .ad_util import Zero, tangent_type
-from .api import _artifact_bytes, _producer, trace
+from .api import _artifact_bytes, _producer, is_traced, trace
 from .artifact import Artifact
 from .config import config
 from .core import Tracer, current_builder
@@ -416,3 +416,39 @@ def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
 
 _MAKERS = {"grad": grad, "value_and_grad": value_and_grad, "jacfwd": jacfwd, "jacrev": jacrev,
            "hessian": hessian}
+
+
+def export(fun, *example_args, name: str = "model", derivatives=(), directory: str = "."):
+    """Write ``<directory>/<name>.so`` and ``<name>.h``: C functions for ``fun`` and each
+    requested derivative (``"grad"``, ``"value_and_grad"``, ``"jacfwd"``, ``"jacrev"``,
+    ``"hessian"``, of argument 0) at the signature of ``example_args``.
+
+    ``int32_t <name>(const T *a0, ..., T *out0, ...)`` (and ``<name>_grad``, ...): pointers to
+    C-contiguous arrays of the example's shapes (a scalar is a pointer to one element), the
+    inputs then the outputs in pytree order; returns 0 or error bits (listed in the header).
+    The library needs libc, libm and libpthread only (``backend/runtime/aot.py``). Returns
+    the paths of the library and the header."""
+    from .backend.runtime import aot
+    if not name.isidentifier():
+        raise InputError(f"export: name {name!r} is not a C identifier")
+    made = [(name, fun if is_traced(fun) else trace(fun), "the function")]
+    for kind in derivatives:
+        if kind not in _MAKERS:
+            raise InputError(f"export: unknown derivative {kind!r}; use one of {list(_MAKERS)}")
+        made.append((f"{name}_{kind}", _MAKERS[kind](fun), f"{kind} with respect to a0"))
+    leaves, treedef = tree.flatten(example_args)
+    if any(c.kind is not None for c in treedef.children):
+        raise InputError("export: pass the example arguments as arrays and numbers (pytrees "
+                         "are not flattened into C parameters)")
+    ins = [(f"a{i}", leaf_type(x, f"argument {i}").dtype, np.shape(x))
+           for i, x in enumerate(leaves)]
+    functions = []
+    for c_name, obj, what in made:
+        compiled = obj.lower(*example_args)
+        if compiled.backend != "llvm" or compiled.writes:
+            raise InputError(f"export: {c_name} must be a function compiled by the llvm backend "
+                             f"that does not write into its arguments")
+        outs = [(v.ty.dtype, v.ty.shape) for v in compiled.graph.outvars]
+        functions.append((c_name, compiled.executable, ins, outs,
+                          f"{c_name}: {what} ({getattr(fun, '__name__', 'f')})"))
+    return aot.write_library(functions, directory, name)

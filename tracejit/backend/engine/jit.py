@@ -540,6 +540,19 @@ def emit_assembly(llvm_ir, opt: int = 1) -> str:
     return (_fast_tm() if opt <= 0 else _asm_tm).emit_assembly(mod)
 
 
+def emit_relocatable(llvm_ir, opt: int = 1) -> bytes:
+    """Object code of a module for linking into a shared library (position independent, the
+    default code model; the host CPU and features): ahead-of-time export."""
+    cpu, features = host_cpu()
+    tm = llvm.Target.from_default_triple().create_target_machine(
+        cpu=cpu, features=features, opt=max(opt, 1), reloc="pic", codemodel="default")
+    mod = parse(llvm_ir)
+    mod.triple = triple()
+    mod.data_layout = str(tm.target_data)
+    optimize(mod, opt, tm)
+    return tm.emit_object(mod)
+
+
 def optimized_ir(llvm_ir, opt: int = 1) -> str:
     mod = parse(llvm_ir)
     mod.triple = triple()
