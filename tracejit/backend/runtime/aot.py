@@ -10,7 +10,8 @@
 - ``<name>_glue.c``: what the JIT otherwise supplies from Python — ``tj_malloc``/``tj_free``/
   ``tj_realloc`` (libc), the interrupt cells (never set: Ctrl-C is the host program's
   business), each kernel's constant arrays and the pointer table that reaches them, filled
-  once (``pthread_once``) with the pool's thread count (all online CPUs) — and one C function
+  once (``pthread_once``) with the pool's thread count (all online CPUs) and its fork handler —
+  and one C function
   per exported function: ``int32_t <c_name>(const T *in..., T *out...)``.
 
 The library depends on libc, libm and libpthread only (libmvec too when a kernel calls one of
@@ -117,7 +118,7 @@ def _glue(name, functions, kernels) -> str:
            "void *tj_malloc(int64_t n) { return malloc((size_t)n); }",
            "void *tj_realloc(void *p, int64_t n) { return realloc(p, (size_t)n); }",
            "void tj_free(void *p) { free(p); }",
-           "void tj_pool_set_nthreads(int32_t n);", ""]
+           "void tj_pool_set_nthreads(int32_t n);", "void tj_pool_after_fork(void);", ""]
     init = []
     for k, (_, kernel, table, arrays) in enumerate(kernels):
         out.append(f"int32_t {kernel}(void **bufs);")
@@ -132,7 +133,9 @@ def _glue(name, functions, kernels) -> str:
     out += ["", "static pthread_once_t tj_once = PTHREAD_ONCE_INIT;",
             "static void tj_init(void) {", *init,
             "    long n = sysconf(_SC_NPROCESSORS_ONLN);",
-            "    tj_pool_set_nthreads((int32_t)(n > 0 ? (n < 256 ? n : 256) : 1));", "}", ""]
+            "    tj_pool_set_nthreads((int32_t)(n > 0 ? (n < 256 ? n : 256) : 1));",
+            "    pthread_atfork(0, 0, tj_pool_after_fork);   /* a child starts its own workers */",
+            "}", ""]
     for fn, (_, kernel, _, _) in zip(functions, kernels):
         c_name, _, ins, outs, _ = fn
         ptrs = [f"(void *){n}" for n, _, _ in ins] + [f"(void *)out{k}" for k in range(len(outs))]
