@@ -28,7 +28,8 @@ Pipeline; each part imports only the parts listed before it (tests/test_import_l
                    hybrid runs, ``llvm_ir``, ``asm()``, ``memory_analysis()``, ``describe()``,
                    ``native_entry()``); ``control_fallback.py``, ``stack_arrays.py``; native
                    entries ``pyobj.py`` / ``pyabi.py`` / ``pyabi_reuse.py`` and the dispatch
-                   type ``pyabi_dispatch.py``; ``tiers.py`` (the hot tier: math inlined, O1).
+                   type ``pyabi_dispatch.py``; ``tiers.py`` (the hot tier: math inlined, O1);
+                   ``aot.py`` (``tj.export``: a shared library with a C header).
 """
 from __future__ import annotations
 
