@@ -106,6 +106,8 @@ def test_what_cannot_be_exported_is_named(tmp_path):
                   directory=str(tmp_path))
     with pytest.raises(tj.InputError, match="not a C identifier"):
         tj.export(np.sin, x, name="my-model", directory=str(tmp_path))
+    with pytest.raises(tj.InputError, match="value .or range. of a Python int"):
+        tj.export(lambda z, n: z[:n] * 2, x, 2, name="m", directory=str(tmp_path))
     with pytest.raises(tj.UnsupportedError, match="not fully native"):    # a NumPy fallback
         tj.export(lambda z: np.arcsinh(z) * 2, x.astype(complex), name="m",
                   directory=str(tmp_path))

@@ -444,10 +444,17 @@ def export(fun, *example_args, name: str = "model", derivatives=(), directory: s
            for i, x in enumerate(leaves)]
     functions = []
     for c_name, obj, what in made:
+        if getattr(obj, "static_argnums", ()):
+            raise InputError(f"export: {c_name} has static arguments; export a function of its "
+                             f"array arguments only (close over the static values)")
         compiled = obj.lower(*example_args)
         if compiled.backend != "llvm" or compiled.writes:
             raise InputError(f"export: {c_name} must be a function compiled by the llvm backend "
                              f"that does not write into its arguments")
+        if compiled.value_leaves or compiled.range_facts:
+            raise InputError(f"export: the trace of {c_name} depends on the value (or range) "
+                             f"of a Python int argument, which a C parameter cannot keep; "
+                             f"close over it instead")
         outs = [(v.ty.dtype, v.ty.shape) for v in compiled.graph.outvars]
         functions.append((c_name, compiled.executable, ins, outs,
                           f"{c_name}: {what} ({getattr(fun, '__name__', 'f')})"))
