@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 import tracejit as tj
-from tracejit.backend.engine import diskcache
 
 cloudpickle = pytest.importorskip("cloudpickle", reason="pickling lambdas and closures by "
                                   "value needs cloudpickle (an optional test dependency)")
@@ -81,7 +80,6 @@ _CHILD = r"""
 import json, pickle, sys
 import numpy as np
 import tracejit as tj
-from tracejit.backend.engine import diskcache
 objs, args, want = pickle.loads(sys.stdin.buffer.read())
 report = {}
 for name, f in objs.items():
