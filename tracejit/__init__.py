@@ -10,7 +10,7 @@ from . import numpy  # noqa: F401  (first: installs NumPy's operators on tracers
 from .api import trace, jit, make_ir, Traced  # noqa: F401
 from .config import config  # noqa: F401
 from .ad import jvp, linearize, vjp  # noqa: F401
-from .derivatives import grad, value_and_grad, jacfwd, jacrev, hessian  # noqa: F401
+from .derivatives import grad, value_and_grad, jacfwd, jacrev, hessian, export  # noqa: F401
 from .custom import stop_gradient, custom_jvp, custom_vjp  # noqa: F401
 from . import test_util  # noqa: F401
 from .control import cond, switch, while_loop, fori_loop, scan  # noqa: F401

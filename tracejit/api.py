@@ -17,6 +17,7 @@ compiles that were running in the parent are ignored by the child (they carry th
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import logging
@@ -28,7 +29,8 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from . import autograph, tree
+from . import autograph, pickling, tree
+from .artifact import Artifact, ArtifactError, Entry, portable
 from .config import _on_code_change, config
 from .core import Tracer, current_builder, make_graph
 from .errors import ConcretizationError, InputError, numpy_shape_from_tracer
@@ -173,9 +175,13 @@ class _Pending:
 
 
 class Compiled:
-    """One traced and compiled signature: the graph, its output structure and an executable."""
+    """One traced and compiled signature: the graph, its output structure and an executable.
 
-    def __init__(self, graph: Graph, raw: Graph, out_tree, backend: str):
+    ``objects``: the object code of the graph's modules as compiled or loaded here, kept for
+    artifacts (``artifact_entry``); ``trusted``: authenticated object code to load instead of
+    compiling (``from_artifact``)."""
+
+    def __init__(self, graph: Graph, raw: Graph, out_tree, backend: str, trusted=None):
         self.graph = graph
         self.raw = raw
         self.out_tree = out_tree.tree
@@ -183,7 +189,8 @@ class Compiled:
         self.arrays0d = out_tree.arrays0d
         self.value_leaves = out_tree.values   # valid only for those arguments' values
         self.backend = backend
-        self.executable = _compile(graph, backend)
+        self.executable, self.objects = _compile_with_objects(graph, backend, trusted)
+        self._sealed = None
         self.specialized = False          # native fast-path entry built (see Traced)
         # (leaf, IntRange field, value) facts about Python-int arguments the graph relies on:
         # reused for other ranges that agree on them; no native entry when there are any
@@ -204,6 +211,39 @@ class Compiled:
             outs = [o.copy() if any(o is a for a in args) else o for o in outs]
             outs = self.writes.write_back(leaves, outs)     # (returned arguments stay arrays)
         return tree.unflatten(self.out_tree, outs)
+
+    def artifact_entry(self, sig: Signature, variant=None) -> Entry:
+        """This signature as an artifact entry (object code sealed for this user)."""
+        if self._sealed is None:
+            from .backend import sealed_objects
+            self._sealed = sealed_objects(self.objects) if self.objects else []
+        w = self.writes
+        writes = None if w is None else dict(
+            leaves=tuple(w.leaves), n_out=w.n_out, aliases=tuple(w.aliases),
+            contiguous=tuple(w.contiguous), names=tuple(w.names))
+        outputs = dict(tree=self.out_tree, writes=writes, arrays0d=self.arrays0d,
+                       values=self.value_leaves)
+        return Entry(variant, sig, self.backend, self.graph, outputs, self.range_facts,
+                     self._sealed)
+
+    @classmethod
+    def from_artifact(cls, entry: Entry) -> "Compiled":
+        """The compiled signature of an artifact entry: its object code where this user's
+        secret authenticates it for this host, else compiled from the entry's graph."""
+        trusted = None
+        if entry.backend == "llvm" and entry.objects:
+            from .backend import trusted_objects
+            trusted = trusted_objects(entry.objects)
+        o = entry.outputs
+        writes = None
+        if o["writes"] is not None:
+            w = o["writes"]
+            writes = WriteBack(list(w["leaves"]), w["n_out"], w["aliases"], w["contiguous"])
+            writes.names = list(w["names"])
+        out = Outputs(o["tree"], writes, frozenset(o["arrays0d"]), frozenset(o["values"]))
+        compiled = cls(entry.graph, entry.graph, out, entry.backend, trusted)
+        compiled.range_facts = frozenset(entry.range_facts)
+        return compiled
 
     def entry_spec(self, sig: "Signature"):
         """The native fast-path spec of this signature, or None when the call shape is not
@@ -245,12 +285,17 @@ class Compiled:
 
 
 def _compile(graph: Graph, backend: str):
+    return _compile_with_objects(graph, backend)[0]
+
+
+def _compile_with_objects(graph: Graph, backend: str, trusted=None):
+    """(executable, object code of its modules: ``backend.compile_graph_with_objects``)."""
     if backend == "interpret" or config.debug_nans:      # debug_nans checks every equation
         from . import interpret
-        return functools.partial(interpret.run, graph)
+        return functools.partial(interpret.run, graph), []
     if backend == "llvm":
-        from .backend import compile_graph
-        return compile_graph(graph)
+        from .backend import compile_graph_with_objects
+        return compile_graph_with_objects(graph, trusted)
     raise ValueError(f"unknown backend {backend!r}; use 'llvm' or 'interpret'")
 
 
@@ -298,6 +343,7 @@ class Traced:
         self._last_sig: Signature | None = None
         self._learned = Learned()        # how later calls of a signature are keyed and traced
         self._autograph = False          # trace with Python control flow converted (autograph)
+        self._restorable: dict = {}      # key -> artifact Entry, compiled on its first call
 
     # signature ---------------------------------------------------------------------------------
     def _split(self, args, kwargs):
@@ -418,6 +464,9 @@ class Traced:
         reuse = self._compatible_entry(sig)
         if reuse is not None:
             return reuse
+        entry = self._restorable.pop(self._key(sig), None)
+        if entry is not None:
+            return Compiled.from_artifact(entry)        # no trace
         if config.log_retraces and self._last_sig is not None:
             log.warning("tracejit: retracing %s: %s", self.__name__,
                         explain(self._last_sig, sig, self._sig))
@@ -559,11 +608,65 @@ class Traced:
         """Drop every compiled signature (and the native fast-path entries)."""
         with _cache_lock:
             self._cache.clear()
+            self._restorable.clear()
             self._learned.clear()
             self._last_sig = None
         with _table_lock:
             for target in (self, *self._owners):
                 target.clear_specializations()
+
+    # artifacts and pickling ------------------------------------------------------------------
+    def export_artifact(self, strict: bool = True) -> Artifact:
+        """The compiled signatures of this function as an ``Artifact`` (``tracejit.artifact``:
+        graphs, signatures and the object code, authenticated for this user).
+        ``strict=False`` leaves out the signatures that have no data form (a static argument
+        that is an arbitrary object) instead of raising ``ArtifactError``."""
+        return Artifact(self._artifact_entries(None, strict), self.__name__, _producer())
+
+    def _artifact_entries(self, variant, strict: bool) -> list:
+        with _cache_lock:
+            cached = list(self._cache.items())
+            later = list(self._restorable.values())
+        entries = []
+        for (sig, backend, debug_nans), compiled in cached:
+            if not debug_nans:
+                entries.append(compiled.artifact_entry(sig, variant))
+        entries += [dataclasses.replace(e, variant=variant) for e in later]
+        return portable(entries, strict, self.__name__)
+
+    def load_artifact(self, artifact: Artifact) -> int:
+        """Make an artifact's signatures known to this function: their first calls run the
+        artifact's graphs (no trace) with its object code where it is trusted (this user, this
+        host), else compiled from the graph. Returns how many signatures it added."""
+        return sum(self._restore_later(e) for e in artifact.entries)
+
+    def _restore_later(self, entry: Entry) -> bool:
+        sig = entry.signature
+        if not isinstance(sig, Signature):
+            raise ArtifactError(f"artifact entry signature is a {type(sig).__name__}")
+        key = (sig, entry.backend, False)
+        with _cache_lock:
+            if key in self._cache or key in self._restorable:
+                return False
+            self._restorable[key] = entry
+            self._learned.restore(sig)
+        return True
+
+    def __reduce__(self):
+        """By reference when importable; else the function by value with the artifact of the
+        compiled signatures (``tracejit/pickling.py``)."""
+        if pickling.importable(self):
+            return self.__qualname__
+        fun = self.fun
+        art = None
+        if not pickling.user_importable(fun):
+            packed = pickling.by_value(fun)
+            if packed is fun and pickling.in_main(self):
+                return self.__qualname__     # no cloudpickle: by reference into __main__
+            fun = packed
+            art = _artifact_bytes(self._artifact_entries(None, strict=False), self.__name__)
+        return _restore_traced, (fun, self.static_argnums, self.static_argnames, self.backend,
+                                 art)
 
     def __repr__(self):
         return f"<tracejit.trace of {getattr(self.fun, '__qualname__', self.fun)}>"
@@ -572,6 +675,25 @@ class Traced:
         if obj is None:
             return self
         return functools.partial(self, obj)
+
+
+def _producer() -> str:
+    from . import __version__
+    return f"tracejit {__version__}"
+
+
+def _artifact_bytes(entries, name):
+    """The artifact of ``entries`` as bytes for a pickle, or None when there are none."""
+    return Artifact(entries, name, _producer()).to_bytes() if entries else None
+
+
+def _restore_traced(fun, static_argnums, static_argnames, backend, artifact):
+    """Unpickle a traced function: ``trace(fun, ...)`` knowing the artifact's signatures."""
+    t = trace(fun, static_argnums=static_argnums, static_argnames=static_argnames,
+              backend=backend)
+    if artifact is not None:
+        t.load_artifact(Artifact.from_bytes(artifact))
+    return t
 
 
 def trace(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), backend=None):

@@ -19,7 +19,7 @@ import numpy as np
 
 from . import dtypes
 from .errors import ConcretizationError, TracerError, UnsupportedError, user_location
-from .ir import Eqn, Graph, Literal, Type, Var
+from .ir import PRIMITIVES, Eqn, Graph, Literal, Type, Var
 
 
 class Primitive:
@@ -68,7 +68,7 @@ class Primitive:
         return outs if self.multiple_results else outs[0]
 
 
-REGISTRY: dict[str, Primitive] = {}
+REGISTRY: dict[str, Primitive] = PRIMITIVES      # (ir.py: by name)
 
 
 # ---------------------------------------------------------------------------------------------

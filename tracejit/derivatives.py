@@ -14,10 +14,11 @@ import functools
 
 import numpy as np
 
-from . import autograph, tree
+from . import autograph, pickling, tree
 from .ad import _materialize, _stage, _value, vjp
 from .ad_util import Zero, tangent_type
-from .api import trace
+from .api import _artifact_bytes, _producer, is_traced, trace
+from .artifact import Artifact
 from .config import config
 from .core import Tracer, current_builder
 from .errors import InputError
@@ -67,19 +68,24 @@ class Derivative:
         self._argnums = argnums
         self._traced: dict = {}
         self._last = None
+        self._remake = None      # (kind, fun, argnums, has_aux, holomorphic): see _memoized
 
     def _traced_for(self, args, kwargs):
         nums = _as_tuple(self._argnums)
         static = tuple(i for i, a in enumerate(args) if i not in nums and _is_static(a))
         names = tuple(sorted(k for k, v in kwargs.items() if _is_static(v)))
-        key = (static, names, config.strong_zero_where)
+        self._last = t = self._traced_of((static, names, config.strong_zero_where))
+        return t
+
+    def _traced_of(self, key):
+        """The trace of the body for (static argnums, static argnames, strong_zero_where)."""
         t = self._traced.get(key)
         if t is None:
+            static, names, _ = key
             t = self._traced[key] = trace(self._body, static_argnums=static,
                                           static_argnames=names)
             if not static and not names:
                 t._owners.append(self)      # same arguments: its native entries serve us too
-        self._last = t
         return t
 
     def _python_call(self, *args, **kwargs):
@@ -109,8 +115,47 @@ class Derivative:
     def cache_info(self):
         return self._last.cache_info() if self._last is not None else None
 
+    def export_artifact(self, strict: bool = True) -> Artifact:
+        """The compiled signatures of this derivative as an ``Artifact`` (see
+        ``Traced.export_artifact``; each entry's ``variant`` names the trace it belongs to)."""
+        return Artifact(self._artifact_entries(strict), self.__name__, _producer())
+
+    def _artifact_entries(self, strict: bool) -> list:
+        return [e for key, t in list(self._traced.items())
+                for e in t._artifact_entries(key, strict)]
+
+    def load_artifact(self, artifact: Artifact) -> int:
+        """Make an artifact's signatures known (see ``Traced.load_artifact``)."""
+        added = 0
+        for e in artifact.entries:
+            static, names, strong = e.variant
+            t = self._traced_of((tuple(static), tuple(names), bool(strong)))
+            added += t._restore_later(e)
+        return added
+
+    def __reduce__(self):
+        """As the derivative of the user's function (by reference when it is importable;
+        else by value, with the artifact of the compiled signatures): see pickling.py."""
+        if self._remake is None:
+            raise TypeError(f"cannot pickle {self.__name__}: made outside tracejit's "
+                            f"derivative functions")
+        kind, fun, argnums, has_aux, holomorphic = self._remake
+        art = None
+        if not pickling.user_importable(fun):
+            fun = pickling.by_value(fun)
+            art = _artifact_bytes(self._artifact_entries(strict=False), self.__name__)
+        return _restore_derivative, (kind, fun, argnums, has_aux, holomorphic, art)
+
     def __repr__(self):
         return f"<tracejit {self.__name__}>"
+
+
+def _restore_derivative(kind, fun, argnums, has_aux, holomorphic, artifact):
+    """Unpickle a derivative object: ``kind(fun, ...)`` knowing the artifact's signatures."""
+    d = _MAKERS[kind](fun, argnums, has_aux, holomorphic)
+    if artifact is not None:
+        d.load_artifact(Artifact.from_bytes(artifact))
+    return d
 
 
 _derivative_type = None
@@ -203,8 +248,11 @@ def _memoized(kind):
         @functools.wraps(make)
         def cached(fun, argnums=0, has_aux=False, holomorphic=False):
             nums = argnums if isinstance(argnums, int) else tuple(argnums)
-            return _memo.get(fun, (kind, nums, bool(has_aux), bool(holomorphic)),
-                             lambda: make(fun, argnums, has_aux, holomorphic))
+            def build():
+                made = make(fun, argnums, has_aux, holomorphic)
+                made._remake = (kind, fun, nums, bool(has_aux), bool(holomorphic))
+                return made
+            return _memo.get(fun, (kind, nums, bool(has_aux), bool(holomorphic)), build)
         cached.__name__ = cached.__qualname__ = kind
         return cached
     return wrap
@@ -364,3 +412,50 @@ def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
     outer = _jacfwd(inner, argnums, has_aux=has_aux, holomorphic=holomorphic)
     outer.__name__ = f"hessian({getattr(fun, '__name__', 'f')})"
     return outer
+
+
+_MAKERS = {"grad": grad, "value_and_grad": value_and_grad, "jacfwd": jacfwd, "jacrev": jacrev,
+           "hessian": hessian}
+
+
+def export(fun, *example_args, name: str = "model", derivatives=(), directory: str = "."):
+    """Write ``<directory>/<name>.so`` and ``<name>.h``: C functions for ``fun`` and each
+    requested derivative (``"grad"``, ``"value_and_grad"``, ``"jacfwd"``, ``"jacrev"``,
+    ``"hessian"``, of argument 0) at the signature of ``example_args``.
+
+    ``int32_t <name>(const T *a0, ..., T *out0, ...)`` (and ``<name>_grad``, ...): pointers to
+    C-contiguous arrays of the example's shapes (a scalar is a pointer to one element), the
+    inputs then the outputs in pytree order; returns 0 or error bits (listed in the header).
+    The library needs libc, libm and libpthread only (``backend/runtime/aot.py``). Returns
+    the paths of the library and the header."""
+    from .backend.runtime import aot
+    if not name.isidentifier():
+        raise InputError(f"export: name {name!r} is not a C identifier")
+    made = [(name, fun if is_traced(fun) else trace(fun), "the function")]
+    for kind in derivatives:
+        if kind not in _MAKERS:
+            raise InputError(f"export: unknown derivative {kind!r}; use one of {list(_MAKERS)}")
+        made.append((f"{name}_{kind}", _MAKERS[kind](fun), f"{kind} with respect to a0"))
+    leaves, treedef = tree.flatten(example_args)
+    if any(c.kind is not None for c in treedef.children):
+        raise InputError("export: pass the example arguments as arrays and numbers (pytrees "
+                         "are not flattened into C parameters)")
+    ins = [(f"a{i}", leaf_type(x, f"argument {i}").dtype, np.shape(x))
+           for i, x in enumerate(leaves)]
+    functions = []
+    for c_name, obj, what in made:
+        if getattr(obj, "static_argnums", ()):
+            raise InputError(f"export: {c_name} has static arguments; export a function of its "
+                             f"array arguments only (close over the static values)")
+        compiled = obj.lower(*example_args)
+        if compiled.backend != "llvm" or compiled.writes:
+            raise InputError(f"export: {c_name} must be a function compiled by the llvm backend "
+                             f"that does not write into its arguments")
+        if compiled.value_leaves or compiled.range_facts:
+            raise InputError(f"export: the trace of {c_name} depends on the value (or range) "
+                             f"of a Python int argument, which a C parameter cannot keep; "
+                             f"close over it instead")
+        outs = [(v.ty.dtype, v.ty.shape) for v in compiled.graph.outvars]
+        functions.append((c_name, compiled.executable, ins, outs,
+                          f"{c_name}: {what} ({getattr(fun, '__name__', 'f')})"))
+    return aot.write_library(functions, directory, name)

@@ -105,6 +105,10 @@ class Literal:
 
 Atom = Any  # Var | Literal
 
+# Every primitive by name (core.Primitive registers itself): what a graph's equations print
+# and what a serialised graph names (serialize.py reads graphs back through it).
+PRIMITIVES: dict = {}
+
 
 @dataclass(eq=False)
 class Eqn:

@@ -146,6 +146,16 @@ class Learned:
         self._learn(self._values, base, (tuple(sorted(have | needed)), False))
         return self.with_values(leaves, base)
 
+    def restore(self, sig: Signature) -> None:
+        """Learn what a signature from an artifact says (the NumPy scalars traced immutable,
+        the Python scalars keyed by value), so later calls of its types are keyed by it."""
+        if sig.scalars:
+            self._scalars[sig._replace(scalars=(), values=(), pinned=False)] = sig.scalars
+        big = any(type(v) is int and not -2**63 <= v < 2**63 for _, v in sig.values)
+        if sig.values and not big:      # (ints beyond int64 are pinned on every call anyway)
+            self._values[sig._replace(values=(), pinned=False)] = \
+                (tuple(i for i, _ in sig.values), sig.pinned)
+
     @staticmethod
     def _learn(table, sig, what):
         table[sig] = what

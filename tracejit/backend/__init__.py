@@ -28,7 +28,8 @@ Pipeline; each part imports only the parts listed before it (tests/test_import_l
                    hybrid runs, ``llvm_ir``, ``asm()``, ``memory_analysis()``, ``describe()``,
                    ``native_entry()``); ``control_fallback.py``, ``stack_arrays.py``; native
                    entries ``pyobj.py`` / ``pyabi.py`` / ``pyabi_reuse.py`` and the dispatch
-                   type ``pyabi_dispatch.py``; ``tiers.py`` (the hot tier: math inlined, O1).
+                   type ``pyabi_dispatch.py``; ``tiers.py`` (the hot tier: math inlined, O1);
+                   ``aot.py`` (``tj.export``: a shared library with a C header).
 """
 from __future__ import annotations
 
@@ -37,6 +38,45 @@ def compile_graph(graph):
     """Compile ``graph`` to one native module (NumPy fallback for equations without lowering)."""
     from .runtime.executable import compile_graph as _compile
     return _compile(graph)
+
+
+def compile_graph_with_objects(graph, trusted=None):
+    """``(compile_graph(graph), object code)``: the object code of the graph's modules as
+    compiled or loaded now, ``[(cache key, symbols, opt, bytes)]`` (empty for modules this
+    process had loaded already), for an artifact. ``trusted`` (``trusted_objects``) is loaded
+    instead of compiling a module whose cache key it holds."""
+    from .engine import jit
+    with jit.object_code(trusted) as record:
+        exe = compile_graph(graph)
+    return exe, list(record)
+
+
+def sealed_objects(record) -> list:
+    """Object code of ``compile_graph_with_objects`` as artifact records (dicts: key, symbols,
+    opt, data, mac, and the host: cpu, features, llvmlite), each authenticated with this
+    user's secret (``diskcache.seal``); none when there is no trusted cache directory."""
+    from .engine import jit
+    out = []
+    for key, symbols, opt, data in record:
+        mac = jit.seal_object(key, symbols, data)
+        if mac is not None:
+            out.append(dict(jit.host_identity(), key=key, symbols=list(symbols), opt=opt,
+                            data=data, mac=mac))
+    return out
+
+
+def trusted_objects(records) -> dict:
+    """cache key -> (symbols, bytes) of the artifact records made for this host (CPU, features,
+    llvmlite) whose MAC this user's secret verifies; the others are left out (their modules
+    are compiled from the IR)."""
+    from .engine import jit
+    host = jit.host_identity()
+    out = {}
+    for r in records:
+        if all(r.get(k) == v for k, v in host.items()) and \
+                jit.authentic_object(r["key"], r["symbols"], r["data"], r["mac"]):
+            out[r["key"]] = (tuple(r["symbols"]), r["data"])
+    return out
 
 
 def describe_stage(compiled, stage: str) -> str:

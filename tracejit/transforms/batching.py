@@ -520,19 +520,62 @@ def vmap(f, in_axes=0, out_axes=0):
             final.append(move_batch(o, 0, oa % len(type_of(o).shape)))
         return tree.unflatten(out_tree, final)
 
-    from ..api import trace
-    compiled = trace(run)
+    return Vmapped(f, in_axes, out_axes, run)
 
-    def vmapped(*args):
+
+class Vmapped:
+    """``vmap(f, in_axes, out_axes)``: on arrays a cached trace of the batched function, on
+    tracers inlined. Pickles as ``vmap`` of ``f`` (with the artifact of its compiled
+    signatures when ``f`` is not importable: see pickling.py)."""
+
+    def __init__(self, f, in_axes, out_axes, run):
+        from ..api import trace
+        self.__wrapped__ = f
+        self.__name__ = f"vmap({getattr(f, '__name__', 'f')})"
+        self._options = (in_axes, out_axes)
+        self._run = run
+        self._compiled = trace(run)
+
+    def __call__(self, *args):
         from ..core import current_builder
         if current_builder() is not None or \
                 any(isinstance(x, Tracer) for x in tree.flatten(args)[0]):
-            return run(*args)                      # inside a trace: inline
-        return compiled(*args)
+            return self._run(*args)                # inside a trace: inline
+        return self._compiled(*args)
 
-    vmapped.__wrapped__ = f
-    vmapped.__name__ = f"vmap({getattr(f, '__name__', 'f')})"
-    return vmapped
+    def cache_info(self):
+        """The cache counters of the batched function's trace (``Traced.cache_info``)."""
+        return self._compiled.cache_info()
+
+    def export_artifact(self, strict: bool = True):
+        """The compiled signatures as an ``Artifact`` (see ``Traced.export_artifact``)."""
+        return self._compiled.export_artifact(strict)
+
+    def load_artifact(self, artifact) -> int:
+        """Make an artifact's signatures known (see ``Traced.load_artifact``)."""
+        return self._compiled.load_artifact(artifact)
+
+    def __reduce__(self):
+        from .. import pickling
+        from ..api import _artifact_bytes
+        f, art = self.__wrapped__, None
+        if not pickling.user_importable(f):
+            f = pickling.by_value(f)
+            art = _artifact_bytes(self._compiled._artifact_entries(None, strict=False),
+                                  self.__name__)
+        return _restore_vmap, (f, *self._options, art)
+
+    def __repr__(self):
+        return f"<tracejit {self.__name__}>"
+
+
+def _restore_vmap(f, in_axes, out_axes, artifact):
+    """Unpickle ``vmap(f, in_axes, out_axes)`` knowing the artifact's signatures."""
+    out = vmap(f, in_axes, out_axes)
+    if artifact is not None:
+        from ..artifact import Artifact
+        out.load_artifact(Artifact.from_bytes(artifact))
+    return out
 
 
 def _as_value(x):

@@ -20,6 +20,11 @@ reasoning of ssh and of Python's bytecode cache):
   features, versions and opt level) and the names of the symbols it defines, so an entry is
   accepted only at the path and for the request it was written for: a valid entry copied to
   another key's file name is refused, as is any byte changed without the key;
+- object code handed to another process of the same user (an artifact, a pickled function:
+  ``seal`` / ``authentic``) carries a keyed BLAKE2b MAC of its cache key, symbols and bytes
+  under the secret of a trusted cache directory of the receiving side (a separate
+  personalisation, so it is never a valid cache entry MAC); where that secret differs (another
+  user or machine), the object is not trusted and the receiver compiles;
 - a refused entry is counted (``stats['rejected']``: not a trusted regular file;
   ``stats['corrupt']``: failed authentication or format), removed, and the caller recompiles
   and writes a fresh entry. The cache is an optimisation: every failure means "compile".
@@ -48,10 +53,13 @@ KEY_NAME = ".key"
 _KEY_BYTES = 32
 _MAC_BYTES = 32
 _PERSON = b"tracejit-obj-v3"
+_HANDOVER_PERSON = b"tracejit-art-v1"
 _HEADER = struct.Struct("<I")      # length of the header (cache key and symbol names)
 
+# compiled/loaded: every module; graph_compiled: the modules of graphs (cacheable ones)
+# compiled from their IR, what the disk cache and artifacts save (not entry thunks, libraries)
 stats = {"compiled": 0, "loaded": 0, "corrupt": 0, "rejected": 0, "lib_compiled": 0,
-         "lib_loaded": 0}
+         "lib_loaded": 0, "graph_compiled": 0}
 _stats_lock = threading.Lock()     # compile_private counts from a background thread
 _warned: set = set()
 
@@ -254,8 +262,8 @@ def _header(key: str, symbols) -> bytes:
     return "\0".join((key, *sorted(symbols or ()))).encode()
 
 
-def _mac(secret, header: bytes, obj: bytes) -> bytes:
-    h = _blake2b(key=secret, digest_size=_MAC_BYTES, person=_PERSON)
+def _mac(secret, header: bytes, obj: bytes, person: bytes = _PERSON) -> bytes:
+    h = _blake2b(key=secret, digest_size=_MAC_BYTES, person=person)
     h.update(_HEADER.pack(len(header)))
     h.update(header)
     h.update(obj)
@@ -322,3 +330,30 @@ def write_entry(path: str, key: str, symbols, obj: bytes) -> None:
         _write_new(dfd, name, blob)
     finally:
         os.close(dfd)
+
+
+def _directory_secret(directory: str):
+    dfd = open_dir(directory, create=True)
+    if dfd is None:
+        return None
+    try:
+        return _secret(dfd, directory)
+    finally:
+        os.close(dfd)
+
+
+def seal(directory: str, key: str, symbols, obj: bytes):
+    """The MAC (hex) binding ``obj`` to ``key`` and ``symbols`` under the secret of the trusted
+    cache directory ``directory``, or None when it has none."""
+    secret = _directory_secret(directory) if directory else None
+    if secret is None:
+        return None
+    return _mac(secret, _header(key, symbols), obj, _HANDOVER_PERSON).hex()
+
+
+def authentic(directory: str, key: str, symbols, obj: bytes, mac) -> bool:
+    """Whether ``mac`` (from ``seal``) authenticates ``obj`` for ``key`` and ``symbols`` under
+    this side's secret of ``directory``."""
+    expected = seal(directory, key, symbols, obj)
+    return expected is not None and isinstance(mac, str) and \
+        compare_digest(expected.encode(), mac.encode())

@@ -9,6 +9,11 @@ Invariants (llvmlite 0.50 / LLVM 22 pitfalls, see shared/reference notes):
 - every external declaration must resolve before code runs (an unresolved symbol segfaults on the
   first call), so ``compile_ir`` checks them.
 
+Object code of a process's own graphs can also be handed over (``object_code``): inside the
+block, the cacheable modules compiled or loaded on the calling thread are recorded (for an
+artifact: ``tracejit/artifact.py``), and objects the caller authenticated (an artifact's, see
+``diskcache.seal``) are loaded instead of compiled when their cache key is the module's.
+
 The on-disk object cache (``config.cache_dir`` / TRACEJIT_CACHE_DIR) keys object code by
 ``cache_key(ir_text)``: a hash of the LLVM IR, the host CPU name and features, the llvmlite and
 tracejit versions and the optimisation level, so a stale entry is never looked up; library code
@@ -20,6 +25,7 @@ and recompiled.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import threading
@@ -144,7 +150,56 @@ def _get_engine():
 # ---------------------------------------------------------------------------------------------
 # on-disk object cache (the trust model, file handling and authentication: diskcache.py)
 
-_pending: dict[str, tuple] = {}   # module name -> (path, key, symbols, cached object or None)
+# module name -> (path, key, symbols, cached object or None, object_code record or None, opt)
+_pending: dict[str, tuple] = {}
+_handover = threading.local()     # this thread's object_code block: (record, trusted objects)
+
+
+@contextlib.contextmanager
+def object_code(trusted=None):
+    """Record the object code of the cacheable modules compiled or loaded on this thread inside
+    the block: yields a list that gets ``(key, symbols, opt, object bytes)`` per module.
+    ``trusted`` (cache key -> (symbols, object bytes), authenticated by the caller) is served
+    instead of compiling a module with that key and exactly those symbols."""
+    previous = getattr(_handover, "state", None)
+    record: list = []
+    _handover.state = (record, dict(trusted or {}))
+    try:
+        yield record
+    finally:
+        _handover.state = previous
+
+
+def host_identity() -> dict:
+    """What object code depends on besides its IR: host CPU name and features, llvmlite."""
+    cpu, features = host_cpu()
+    return {"cpu": cpu, "features": features, "llvmlite": llvmlite.__version__}
+
+
+def _handover_dir():
+    """The trusted directory whose secret authenticates object code handed between this
+    user's processes: ``config.cache_dir``, else ``config.library_cache_dir``."""
+    return config.cache_dir or config.library_cache_dir or None
+
+
+def seal_object(key: str, symbols, obj: bytes):
+    """The MAC (hex) under which ``obj`` may be handed to this user's processes, or None (no
+    trusted cache directory: the object cannot be authenticated, so it is not handed over)."""
+    return diskcache.seal(_handover_dir(), key, symbols, obj)
+
+
+def authentic_object(key: str, symbols, obj: bytes, mac) -> bool:
+    """Whether ``mac`` is this user's MAC of ``obj`` for ``key`` and ``symbols``."""
+    directory = _handover_dir()
+    return bool(directory) and diskcache.authentic(directory, key, symbols, obj, mac)
+
+
+def _handed_over(state, key, symbols):
+    """The trusted object for ``key`` / ``symbols`` in this thread's object_code block."""
+    if state is None:
+        return None
+    found = state[1].get(key)
+    return found[1] if found is not None and sorted(found[0]) == sorted(symbols) else None
 _DEFINED = re.compile(r'^define [^@]*@"?([^"(\s]+)"?\(|^@"?([^"\s]+)"? = (?!external )', re.M)
 
 
@@ -173,7 +228,11 @@ def _cache_getbuffer(module):
 def _cache_notify(module, obj: bytes):
     pending = _pending.get(module.name)
     if pending is not None and pending[3] is None:
-        _write_entry(pending[0], obj, pending[1], pending[2])
+        path, key, symbols, _, record, opt = pending
+        if path:
+            _write_entry(path, obj, key, symbols)
+        if record is not None:
+            record.append((key, tuple(symbols), opt, bytes(obj)))
 
 
 def _read_entry(path, key=None, symbols=None):
@@ -241,16 +300,24 @@ def compile_library(name: str, build, source: str, opt: int = 1) -> bool:
         return _add_object(_get_engine(), path, key, None, emit, "lib_")
 
 
-def _add_object(engine, path, key, symbols, emit, counter=""):
-    """Add object code to the engine: the authenticated entry at ``path`` for ``key`` and
-    ``symbols`` if there is one, else ``emit()`` -> (object, symbols), written to ``path``.
-    Counts ``{counter}loaded`` / ``{counter}compiled``; returns whether it was loaded."""
-    obj = _read_entry(path, key, symbols) if path else None
+def _add_object(engine, path, key, symbols, emit, counter="", state=None, opt=0, graph=False):
+    """Add object code to the engine: the object handed over for ``key`` and ``symbols`` in
+    ``state`` (an object_code block's), else the authenticated entry at ``path``, else
+    ``emit()`` -> (object, symbols), written to ``path`` and recorded in ``state``.
+    Counts ``{counter}loaded`` / ``{counter}compiled`` (and ``graph_compiled`` for a
+    ``graph``'s module); returns whether it was loaded."""
+    obj = _handed_over(state, key, symbols)
+    if obj is None and path:
+        obj = _read_entry(path, key, symbols)
     loaded = obj is not None
     if not loaded:
         obj, symbols = emit()
         if path:
             _write_entry(path, obj, key, symbols)
+        if graph:
+            diskcache.count("graph_compiled")
+    if state is not None:
+        state[0].append((key, tuple(symbols), opt, bytes(obj)))
     diskcache.count(counter + ("loaded" if loaded else "compiled"))
     engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
@@ -326,15 +393,21 @@ def compile_ir(llvm_ir, opt: int = 1, cacheable: bool = False):
         mod.triple = triple()
         mod.data_layout = data_layout()
         cached = None
-        if cacheable and config.cache_dir and opt > 0:
+        state = getattr(_handover, "state", None) if cacheable else None
+        if cacheable and (config.cache_dir or state) and opt > 0:
             # MCJIT asks _cache_getbuffer for the object while adding the module: it gets the
             # entry read and authenticated here, so a refused one is recompiled optimised
             key = cache_key(text, opt)
             mod.name = key
-            path = os.path.join(config.cache_dir, key + ".o")
+            path = os.path.join(config.cache_dir, key + ".o") if config.cache_dir else None
             symbols = defined_symbols(text)
-            cached = _read_entry(path, key, symbols)
-            _pending[key] = (path, key, symbols, cached)
+            cached = _handed_over(state, key, symbols)
+            if cached is None and path:
+                cached = _read_entry(path, key, symbols)
+            record = state[0] if state else None
+            if cached is not None and record is not None:
+                record.append((key, tuple(symbols), opt, cached))
+            _pending[key] = (path, key, symbols, cached, record, opt)
         if cached is None:
             optimize(mod, opt)           # a cached object skips the pipeline and codegen
         for fn in mod.functions:
@@ -345,13 +418,15 @@ def compile_ir(llvm_ir, opt: int = 1, cacheable: bool = False):
             if gv.is_declaration and llvm.address_of_symbol(gv.name) is None:
                 raise RuntimeError(f"tracejit: unresolved external global {gv.name!r}")
         if opt <= 0:
-            return _add_fast(engine, mod, text, cacheable)
+            return _add_fast(engine, mod, text, state if cacheable else None, cacheable)
         try:
             engine.add_module(mod)
             engine.finalize_object()
         finally:
             _pending.pop(mod.name, None)
         diskcache.count("compiled" if cached is None else "loaded")
+        if cacheable and cached is None:
+            diskcache.count("graph_compiled")
         engine.run_static_constructors()
         # The machine code stays loaded (MCJIT's memory manager owns it and the symbols stay
         # in its table), but the IR need not: removing the module returns it to Python, which
@@ -360,15 +435,17 @@ def compile_ir(llvm_ir, opt: int = 1, cacheable: bool = False):
         return mod
 
 
-def _add_fast(engine, mod, text, cacheable):
+def _add_fast(engine, mod, text, state, cacheable):
     """opt 0, the fast tier: no pipeline, FastISel codegen (``emit_object`` with an opt-0
-    TargetMachine) and ``add_object_file``; the object is cached like any other."""
+    TargetMachine) and ``add_object_file``; the object is cached (and recorded in an
+    object_code ``state``) like any other."""
     path = key = symbols = None
-    if cacheable and config.cache_dir:
+    if cacheable and (config.cache_dir or state):
         key = cache_key(text, 0)
-        path = os.path.join(config.cache_dir, key + ".o")
+        path = os.path.join(config.cache_dir, key + ".o") if config.cache_dir else None
         symbols = defined_symbols(text)
-    _add_object(engine, path, key, symbols, lambda: (_fast_tm().emit_object(mod), symbols))
+    _add_object(engine, path, key, symbols, lambda: (_fast_tm().emit_object(mod), symbols),
+                state=state, graph=cacheable)
     return mod
 
 
@@ -420,6 +497,8 @@ def compile_private(llvm_ir, opt: int = 1, cacheable: bool = False) -> None:
             _write_entry(path, obj, key, symbols)
     with _lock:
         diskcache.count("loaded" if loaded else "compiled")
+        if cacheable and not loaded:
+            diskcache.count("graph_compiled")
         engine = _get_engine()
         engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         engine.finalize_object()
@@ -459,6 +538,19 @@ def emit_assembly(llvm_ir, opt: int = 1) -> str:
     mod.data_layout = data_layout()
     optimize(mod, opt)
     return (_fast_tm() if opt <= 0 else _asm_tm).emit_assembly(mod)
+
+
+def emit_relocatable(llvm_ir, opt: int = 1) -> bytes:
+    """Object code of a module for linking into a shared library (position independent, the
+    default code model; the host CPU and features): ahead-of-time export."""
+    cpu, features = host_cpu()
+    tm = llvm.Target.from_default_triple().create_target_machine(
+        cpu=cpu, features=features, opt=max(opt, 1), reloc="pic", codemodel="default")
+    mod = parse(llvm_ir)
+    mod.triple = triple()
+    mod.data_layout = str(tm.target_data)
+    optimize(mod, opt, tm)
+    return tm.emit_object(mod)
 
 
 def optimized_ir(llvm_ir, opt: int = 1) -> str:
