@@ -23,6 +23,7 @@ CHECK_BITS = {
     "nan_to_int": 256,  # a NaN scalar stored into an integer array (ValueError)
     "inf_to_int": 512,  # an infinite scalar stored into an integer array (OverflowError)
     "scalar_out_of_bounds": 1024,  # a scalar outside the integer array's range (OverflowError)
+    "all_nan_slice": 2048,  # nanargmax/nanargmin of an all-NaN slice (ValueError)
 }
 
 DESC_BYTES = 16            # a stack descriptor: {ptr data, i64 length}

@@ -433,6 +433,7 @@ ERRORS = {
     "bincount_negative": (ValueError, "'list' argument must have no negative elements"),
     "nan_to_int": (ValueError, "cannot convert float NaN to integer"),
     "inf_to_int": (OverflowError, "cannot convert float infinity to integer"),
+    "all_nan_slice": (ValueError, "All-NaN slice encountered"),
     "scalar_out_of_bounds": (OverflowError, "Python integer out of bounds for the integer array "
                                             "it is stored into (NumPy stores a scalar through "
                                             "int(); store an array to get a C cast)"),

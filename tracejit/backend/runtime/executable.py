@@ -222,6 +222,8 @@ class Executable:
         # and leave that result fresh pages to fault in on every call
         self._out_specs = [None if j in self.plan.py_outputs else (v.ty.dtype, v.ty.shape)
                            for j, v in enumerate(graph.outvars)]
+        # (only hybrid plans have fallbacks: the native call never passes a missing buffer)
+        assert not (self.native and self.plan.py_outputs), "py_outputs in a native plan"
         self._nbufs = len(graph.invars) + len(graph.outvars)
         self._buf_t = ctypes.c_void_p * max(1, self._nbufs)
         self._slots_t = ctypes.c_void_p * (len(bp.slots) + 1)
