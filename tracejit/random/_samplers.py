@@ -21,6 +21,7 @@ import numpy as np
 from .. import numpy as tnp
 from ..core import Tracer
 from ..errors import InputError
+from ..ops import structural as st
 from ._threefry import _as_key, assemble, bit_parts, canonical_shape, split
 
 __all__ = ["bits", "uniform", "normal", "randint", "bernoulli", "gumbel", "categorical",
@@ -155,3 +156,250 @@ def normal(key, shape=(), dtype=np.float64):
     sqrt2 = dt.type(np.sqrt(2.0))
     return _uniform_scalar_bounds(key, shape, dt, lo, 1.0, "normal",
                                   lambda u: sqrt2 * _erfinv(u))
+
+
+def _urem(a, span):
+    """``a % span`` for unsigned ints with XLA's ``a % 0 == a`` (NumPy gives 0), which
+    randint's full-range case relies on."""
+    zero = span == 0
+    return tnp.where(zero, a, a % tnp.where(zero, span.dtype.type(1), span))
+
+
+def _clip_convert(x, dt):
+    """JAX's ``_convert_and_clip_integer``: clip an integer array into ``dt``'s range, then cast."""
+    info = np.iinfo(dt)
+    src = np.iinfo(x.dtype)
+    lo = info.min if info.min > src.min else None
+    hi = info.max if info.max < src.max else None
+    if lo is not None or hi is not None:
+        x = tnp.clip(x, lo, hi)
+    return x.astype(dt)
+
+
+def randint(key, shape, minval, maxval, dtype=np.int64):
+    """Uniform integers in ``[minval, maxval)`` (JAX's construction from two draws of bits, so
+    the bias for spans that are not powers of two is ~2**-bits)."""
+    key = _as_key(key, "randint")
+    shape = canonical_shape(shape, "randint")
+    dt = np.dtype(dtype)
+    if dt.kind not in "iu":
+        raise InputError(f"tracejit.random.randint: dtype must be an integer dtype, got {dt}")
+    nbits = dt.itemsize * 8
+    udt = np.dtype(f"uint{nbits}")
+    minval, maxval = tnp.asarray(minval), tnp.asarray(maxval)
+    minval = minval if minval.dtype.kind in "iu" else minval.astype(np.int64)
+    maxval = maxval if maxval.dtype.kind in "iu" else maxval.astype(np.int64)
+    top = np.iinfo(dt).max
+    out_of_range = maxval > (min(top, np.iinfo(maxval.dtype).max))
+    minval, maxval = _clip_convert(minval, dt), _clip_convert(maxval, dt)
+    k1, k2 = split(key)
+    higher, lower = bits(k1, shape, udt), bits(k2, shape, udt)
+    with np.errstate(over="ignore"):
+        span = (maxval - minval).astype(udt)
+        one = udt.type(1)
+        span = tnp.where(maxval <= minval, one, span)
+        span = tnp.where(out_of_range & (maxval > minval), span + one, span)
+        half = udt.type(2 ** (nbits // 2) % 2 ** nbits)
+        multiplier = _urem(tnp.broadcast_to(half, span.shape), span)
+        multiplier = _urem(multiplier * multiplier, span)
+        offset = _urem(_urem(higher, span) * multiplier + _urem(lower, span), span)
+        out = minval + offset.astype(dt)
+    if out.shape != shape:
+        raise InputError(f"tracejit.random.randint: minval/maxval of shapes {minval.shape} and "
+                         f"{maxval.shape} do not broadcast to shape {shape}")
+    return out
+
+
+def _param_float_dtype(p, fn):
+    p = tnp.asarray(p)
+    if p.dtype.kind != "f":
+        p = p.astype(np.float64)
+    _float_dtype(p.dtype, fn)
+    return p
+
+
+def bernoulli(key, p=0.5, shape=None):
+    """Booleans that are True with probability ``p`` (``uniform(key, shape, p.dtype) < p``;
+    a Python float ``p`` is float64)."""
+    p = _param_float_dtype(p, "bernoulli")
+    shape = p.shape if shape is None else canonical_shape(shape, "bernoulli")
+    return uniform(key, shape, p.dtype) < p
+
+
+def gumbel(key, shape=(), dtype=np.float64):
+    """Standard Gumbel floats ``-log(-log(u))``, ``u`` uniform in [tiny, 1)."""
+    dt = _float_dtype(dtype, "gumbel")
+    return _uniform_scalar_bounds(key, shape, dt, np.finfo(dt).tiny, 1.0, "gumbel",
+                                  lambda u: -tnp.log(-tnp.log(u)))
+
+
+def exponential(key, shape=(), dtype=np.float64):
+    """Standard exponential floats ``-log1p(-u)``."""
+    dt = _float_dtype(dtype, "exponential")
+    return _uniform_scalar_bounds(key, shape, dt, 0.0, 1.0, "exponential",
+                                  lambda u: -tnp.log1p(-u))
+
+
+def laplace(key, shape=(), dtype=np.float64):
+    """Standard Laplace floats ``sign(u) * log1p(-|u|)``, ``u`` uniform in (-1, 1)."""
+    dt = _float_dtype(dtype, "laplace")
+    return _uniform_scalar_bounds(key, shape, dt, -1.0 + np.finfo(dt).epsneg, 1.0, "laplace",
+                                  lambda u: tnp.sign(u) * tnp.log1p(-tnp.abs(u)))
+
+
+def logistic(key, shape=(), dtype=np.float64):
+    """Standard logistic floats ``log(u / (1 - u))``, ``u`` uniform in [eps, 1)."""
+    dt = _float_dtype(dtype, "logistic")
+    return _uniform_scalar_bounds(key, shape, dt, np.finfo(dt).eps, 1.0, "logistic",
+                                  lambda u: tnp.log(u / (1.0 - u)))
+
+
+def categorical(key, logits, axis=-1, shape=None):
+    """Indices drawn with probabilities ``softmax(logits, axis)`` (the Gumbel-max trick, as
+    JAX: ``argmax(gumbel + logits, axis)``); differentiable nowhere (an integer result)."""
+    logits = _param_float_dtype(logits, "categorical")
+    nd = logits.ndim
+    if not -nd <= axis < nd:
+        raise InputError(f"tracejit.random.categorical: axis {axis} out of range for logits "
+                         f"of shape {logits.shape}")
+    axis = axis - nd if axis >= 0 else axis
+    batch = tuple(np.delete(logits.shape, axis))
+    shape = batch if shape is None else canonical_shape(shape, "categorical")
+    if np.broadcast_shapes(shape, batch) != shape:
+        raise InputError(f"tracejit.random.categorical: shape {shape} does not broadcast with "
+                         f"the logits' batch shape {batch}")
+    prefix = shape[:len(shape) - len(batch)]
+    gshape = list(shape[len(shape) - len(batch):])
+    gshape.insert(axis % nd, logits.shape[axis])
+    g = gumbel(key, (*prefix, *gshape), logits.dtype)
+    return tnp.argmax(g + tnp.reshape(logits, (1,) * len(prefix) + logits.shape), axis=axis)
+
+
+def _stable_order(sort_keys):
+    """The stable ascending order of a 1-d array (``argsort(kind="stable")``).
+
+    An element's rank is the number of smaller keys plus the number of equal keys before it;
+    the order is the inverse of the ranks. Both are reductions of broadcast comparisons, which
+    the backend fuses (O(n**2) work, O(n) memory): random permutations are for modest n.
+    """
+    i = _index(sort_keys.shape[0])
+    less = sort_keys[None, :] < sort_keys[:, None]
+    tie = (sort_keys[None, :] == sort_keys[:, None]) & (i[None, :] < i[:, None])
+    rank = tnp.sum(less | tie, axis=1)
+    return tnp.sum(tnp.where(rank[None, :] == i[:, None], i[None, :], 0), axis=1)
+
+
+def _index(n: int):
+    """int64 0..n-1 as an ``iota`` equation inside a trace (the n x n comparisons built from it
+    then stay symbolic and fuse, instead of becoming an n x n constant)."""
+    return st.iota_p.bind(dtype=np.int64, shape=(n,), axis=0)
+
+
+_MAX_PERMUTATION = 1 << 14
+
+
+def _shuffled_order(key, n: int):
+    """JAX's ``_shuffle`` of ``arange(n)``: sort by fresh random 32-bit keys, repeated
+    ``ceil(3 ln n / ln(2**32 - 1))`` times (once for n < 1626) so that ties are negligible."""
+    if n > _MAX_PERMUTATION:
+        raise InputError(f"tracejit.random.permutation: {n} elements; this implementation "
+                         f"sorts by ranking in O(n**2) and takes at most {_MAX_PERMUTATION}")
+    rounds = int(np.ceil(3 * np.log(max(1, n)) / np.log(np.iinfo(np.uint32).max)))
+    order = _index(n)
+    for _ in range(rounds):
+        key, sub = split(key)
+        order = tnp.take(order, _stable_order(bits(sub, (n,), np.uint32)))
+    return order
+
+
+def permutation(key, x, axis=0, independent=False):
+    """A random permutation of ``arange(x)`` (an int) or of ``x`` along ``axis`` (JAX's
+    construction: stable sorts by random 32-bit keys). ``independent=True`` is not supported."""
+    key = _as_key(key, "permutation")
+    if independent:
+        raise InputError("tracejit.random.permutation: independent=True is not supported; "
+                         "vmap permutation over split keys instead")
+    if isinstance(x, Tracer) and x.ndim == 0 or not isinstance(x, Tracer) and np.ndim(x) == 0:
+        if isinstance(x, Tracer) or not np.issubdtype(np.asarray(x).dtype, np.integer):
+            raise InputError("tracejit.random.permutation: x must be a static int or an "
+                             "array of at least one dimension")
+        return _shuffled_order(key, int(x))
+    x = tnp.asarray(x)
+    axis = axis + x.ndim if axis < 0 else axis
+    return tnp.take(x, _shuffled_order(key, x.shape[axis]), axis=axis)
+
+
+def choice(key, a, shape=(), replace=True, p=None, axis=0):
+    """Samples from ``a`` (an array, or ``arange(a)`` for an int) along ``axis``, with or
+    without replacement, uniformly or with probabilities ``p`` (JAX's construction)."""
+    key = _as_key(key, "choice")
+    shape = canonical_shape(shape, "choice")
+    scalar = not isinstance(a, Tracer) and np.ndim(a) == 0
+    if scalar:
+        n_inputs = int(a)
+    else:
+        a = tnp.asarray(a)
+        axis = axis + a.ndim if axis < 0 else axis
+        n_inputs = a.shape[axis]
+    n_draws = int(np.prod(shape, dtype=np.int64))
+    if n_draws == 0:
+        return tnp.zeros(shape, np.int64 if scalar else a.dtype)
+    if n_inputs <= 0:
+        raise InputError("tracejit.random.choice: a must be greater than 0 unless no samples "
+                         "are taken")
+    if not replace and n_draws > n_inputs:
+        raise InputError("tracejit.random.choice: cannot take a larger sample than the "
+                         "population when replace=False")
+    if p is None:
+        if replace:
+            ind = randint(key, shape, 0, n_inputs)
+        else:
+            ind = _shuffled_order(key, n_inputs)[:n_draws]
+    else:
+        p = _param_float_dtype(p, "choice")
+        if p.shape != (n_inputs,):
+            raise InputError(f"tracejit.random.choice: p must have shape ({n_inputs},), got "
+                             f"{p.shape}")
+        if replace:
+            cum = tnp.cumsum(p)
+            r = cum[-1] * (1 - uniform(key, shape, p.dtype))
+            # searchsorted(cum, r, side="left"): the number of cumulative sums below r
+            ind = tnp.sum(cum < r[..., None], axis=-1)
+        else:
+            g = -gumbel(key, (n_inputs,), p.dtype) - tnp.log(p)
+            order = _stable_order(g)
+            ind = order[:n_draws]
+        ind = tnp.reshape(ind, shape)
+    if scalar:
+        return tnp.reshape(ind, shape)
+    out = tnp.take(a, tnp.ravel(ind), axis=axis)
+    return tnp.reshape(out, a.shape[:axis] + shape + a.shape[axis + 1:])
+
+
+def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
+    """Normal vectors with ``mean`` (..., n) and covariance ``cov`` (..., n, n): ``mean +
+    factor @ normal(...)`` with ``factor`` from ``np.linalg.cholesky`` (or ``svd``/``eigh``),
+    as JAX. A traced ``cov`` needs the linalg function on tracers."""
+    key = _as_key(key, "multivariate_normal")
+    if method not in ("cholesky", "svd", "eigh"):
+        raise InputError("tracejit.random.multivariate_normal: method must be 'cholesky', "
+                         "'svd' or 'eigh'")
+    mean = _param_float_dtype(mean, "multivariate_normal")
+    cov = _param_float_dtype(cov, "multivariate_normal")
+    dt = _float_dtype(np.result_type(mean.dtype, cov.dtype) if dtype is None else dtype,
+                      "multivariate_normal")
+    if mean.ndim < 1 or cov.ndim < 2 or cov.shape[-2:] != (mean.shape[-1],) * 2:
+        raise InputError(f"tracejit.random.multivariate_normal: mean (..., n) and cov "
+                         f"(..., n, n), got {mean.shape} and {cov.shape}")
+    batch = np.broadcast_shapes(mean.shape[:-1], cov.shape[:-2])
+    shape = batch if shape is None else canonical_shape(shape, "multivariate_normal")
+    if method == "svd":
+        u, s, _ = np.linalg.svd(cov)
+        factor = u * tnp.sqrt(s[..., None, :])
+    elif method == "eigh":
+        w, v = np.linalg.eigh(cov)
+        factor = v * tnp.sqrt(w[..., None, :])
+    else:
+        factor = np.linalg.cholesky(cov)
+    z = normal(key, shape + mean.shape[-1:], dt)
+    return mean + tnp.einsum("...ij,...j->...i", factor, z)
