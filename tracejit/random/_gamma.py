@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import numpy as tnp
+from ..api import jit
 from ..control import while_loop
 from ..custom import custom_jvp
 from ..errors import InputError, UnsupportedError
@@ -79,7 +80,9 @@ def _sampler(log_space: bool, name: str):
     def draw(keys, alphas):
         return vmap(lambda k, a: _gamma_one(k, a, log_space))(keys, alphas)
     draw.defjvp(_no_shape_gradient(name))
-    return draw
+    # jit: a concrete call compiles once per shape and dtype (the while loops are worth it);
+    # inside a trace it inlines
+    return jit(draw)
 
 
 _DRAW = {False: _sampler(False, "gamma"), True: _sampler(True, "loggamma")}
