@@ -113,7 +113,9 @@ JAX_VALUES = [  # name, call, expected (float32 results JAX prints to 6 decimals
 @pytest.mark.parametrize("name,call,expected", JAX_VALUES, ids=[c[0] for c in JAX_VALUES])
 def test_distribution_values_match_jax(name, call, expected):
     got = call(jr.key(_jax_seed(name)))
-    if np.asarray(expected).dtype.kind in "bi":
+    kind = np.asarray(expected).dtype.kind
+    assert got.dtype == {"b": np.bool_, "i": np.int32, "f": np.float32}[kind]
+    if kind in "bi":
         np.testing.assert_array_equal(got, expected)
     else:   # JAX prints 6 decimals; its own test compares with float32 tolerances
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
@@ -223,7 +225,9 @@ def _ks(samples, cdf):
 @pytest.mark.parametrize("name", list(CDFS))
 def test_continuous_distributions(name):
     draw, cdf, mean, var = CDFS[name]
-    x = np.asarray(draw(jr.key(2024)), np.float64)
+    raw = draw(jr.key(2024))
+    assert raw.dtype == (F32 if name.endswith("32") else np.float64)
+    x = np.asarray(raw, np.float64)
     assert x.shape == (N,) and np.all(np.isfinite(x))
     assert _ks(x, cdf) < KS_LIMIT
     assert abs(x.mean() - mean) < 5 * math.sqrt(var / N)

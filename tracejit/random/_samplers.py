@@ -62,24 +62,34 @@ _ERFINV64 = ((-3.6444120640178196996e-21, -1.685059138182016589e-19, 1.285848071
               4.8499064014085844221))
 
 
-def _horner(coeffs, w):
-    p = coeffs[0] * w + coeffs[1]
-    for c in coeffs[2:]:
-        p = p * w + c
-    return p
-
-
 def _erfinv(x):
-    """erfinv on the open interval (-1, 1), float32 or float64 (Giles' approximations)."""
+    """erfinv on the open interval (-1, 1), float32 or float64: Giles' piecewise polynomials in
+    w = -log1p(-x*x), evaluated as XLA does (per-lane coefficients chosen by the piece, one
+    Horner loop; cheaper than evaluating every piece and selecting)."""
     w = -tnp.log1p(-x * x)
-    if x.dtype == np.float32:
+    dt = x.dtype.type                   # coefficients in x's precision (selected ones are not
+    if x.dtype == np.float32:           # weak Python floats: where() would make them float64)
         small, large = _ERFINV32
-        p = tnp.where(w < 5.0, _horner(small, w - 2.5), _horner(large, tnp.sqrt(w) - 3.0))
-    else:
-        small, mid, large = _ERFINV64
-        s = tnp.sqrt(w)
-        p = tnp.where(w < 6.25, _horner(small, w - 3.125),
-                      tnp.where(w < 16.0, _horner(mid, s - 3.25), _horner(large, s - 5.0)))
+        lt = w < 5.0
+        w = tnp.where(lt, w - 2.5, tnp.sqrt(w) - 3.0)
+        p = tnp.where(lt, dt(small[0]), dt(large[0]))
+        for c_small, c_large in zip(small[1:], large[1:]):
+            p = tnp.where(lt, dt(c_small), dt(c_large)) + p * w
+        return p * x
+    small, mid, large = _ERFINV64
+    lt6, lt16 = w < 6.25, w < 16.0
+    w = tnp.where(lt6, w - 3.125, tnp.sqrt(w) - tnp.where(lt16, 3.25, 5.0))
+
+    def coefficient(i):
+        # the pieces have 23, 19 and 17 coefficients: the shorter ones stop early below
+        if i >= 19:
+            return small[i]
+        c = tnp.where(lt6, dt(small[i]), dt(mid[i]))
+        return c if i >= 17 else tnp.where(lt16, c, dt(large[i]))
+    p = coefficient(0)
+    for i in range(1, 23):
+        step = coefficient(i) + p * w
+        p = step if i < 17 else tnp.where(lt16 if i < 19 else lt6, step, p)
     return p * x
 
 
