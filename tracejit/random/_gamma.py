@@ -5,9 +5,10 @@ Invariants:
   Marsaglia-Tsang rejection loop of ``jax/_src/random.py`` (``_gamma_one``: the same splits,
   the same normal and uniform draws), written as a ``while_loop`` and vectorised with
   ``vmap``, so a key gives JAX's samples and the loop stays a loop in native code.
-- Samples are not differentiable in the shape parameter: the rejection loop's derivative is
-  not the sample's reparameterisation gradient, so a derivative with respect to ``a`` (or
-  beta's ``a``/``b``, Dirichlet's ``alpha``) raises instead of giving a wrong number.
+- The derivative in the shape parameter is not the rejection loop's (which would be wrong) but
+  the implicit reparameterisation gradient ``dz/da = -(dF/da) / (dF/dz)`` of the Gamma CDF F
+  (``_gamma_grad``), a custom JVP as in JAX; beta and Dirichlet inherit it through their
+  log-gamma draws. It is a first derivative: differentiating it again is not supported.
 """
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ from .. import numpy as tnp
 from ..api import jit
 from ..control import while_loop
 from ..custom import custom_jvp
-from ..errors import InputError, UnsupportedError
+from ..errors import InputError
 from ..transforms.batching import vmap
+from ._gamma_grad import gamma_sample_grad
 from ._samplers import _float_dtype, _param_float_dtype, exponential, normal, uniform
 from ._threefry import _as_key, canonical_shape, split
 
@@ -65,27 +67,31 @@ def _gamma_one(key, alpha, log_space: bool):
     boost = tnp.where(boost_mask, one, (one - uniform(sub, (), alpha.dtype)) ** (one / alpha_orig))
     return d * V * boost
 
-def _no_shape_gradient(name):
-    def rule(primals, tangents):
-        raise UnsupportedError(
-            f"tracejit.random.{name}: the derivative of the samples with respect to the shape "
-            f"parameter (the implicit reparameterisation gradient) is not implemented; wrap "
-            f"the parameter in tj.stop_gradient if its gradient is not needed, or use a "
-            f"reparameterised family (normal, uniform, exponential scaled by a rate)")
-    return rule
+def _sampler(log_space: bool):
+    # traced once per shape and dtype: the custom JVP's function and its rule both inline the
+    # cached graph (batching the rejection loops is the expensive part of a trace)
+    _draws = jit(vmap(lambda k, a: _gamma_one(k, a, log_space)))
 
-
-def _sampler(log_space: bool, name: str):
     @custom_jvp
     def draw(keys, alphas):
-        return vmap(lambda k, a: _gamma_one(k, a, log_space))(keys, alphas)
-    draw.defjvp(_no_shape_gradient(name))
+        return _draws(keys, alphas)
+
+    @draw.defjvp
+    def draw_jvp(primals, tangents):
+        # the implicit reparameterisation gradient (tangent linear in the tangent of alpha)
+        keys, alphas = primals
+        z = _draws(keys, alphas)
+        if not log_space:
+            return z, tangents[1] * gamma_sample_grad(alphas, z)
+        x = tnp.exp(z)                       # d log x = dx / x; x == 0 by rounding: tiny
+        x = tnp.where(x == 0.0, np.finfo(x.dtype).tiny, x)
+        return z, tangents[1] * (gamma_sample_grad(alphas, x) / x)
     # jit: a concrete call compiles once per shape and dtype (the while loops are worth it);
     # inside a trace it inlines
     return jit(draw)
 
 
-_DRAW = {False: _sampler(False, "gamma"), True: _sampler(True, "loggamma")}
+_DRAW = {False: _sampler(False), True: _sampler(True)}
 
 
 def _gamma(key, a, shape, dtype, log_space, name):
