@@ -2,6 +2,7 @@
 structure of split/fold_in, distribution checks that can fail (moments and Kolmogorov-Smirnov
 against exact CDFs, deterministic because the keys are fixed), interpret == llvm, vmap over keys,
 derivatives through reparameterised samples, and the warning for np.random inside a trace."""
+import contextlib
 import math
 import warnings
 import zlib
@@ -21,13 +22,19 @@ def _jax_seed(name):
     return zlib.adler32((name + "threefry2x32").encode())
 
 
-def _compiled(fn, *args, backend="llvm"):
+@contextlib.contextmanager
+def on_backend(name):
     saved = tj.config.backend
-    tj.config.backend = backend
+    tj.config.backend = name
     try:
-        return tj.jit(fn)(*args)
+        yield
     finally:
         tj.config.backend = saved
+
+
+def _compiled(fn, *args, backend="llvm"):
+    with on_backend(backend):
+        return tj.jit(fn)(*args)
 
 
 # -- Threefry-2x32: Random123's known-answer vectors (the ones JAX's tests use) ----------------
@@ -94,6 +101,8 @@ JAX_VALUES = [  # name, call, expected (float32 results JAX prints to 6 decimals
      [0.578939, -0.204902, 0.555733, 0.911053, -0.96456]),
     ("logistic", lambda k: jr.logistic(k, (5,), F32),
      [0.19611, -1.709053, -0.274093, -0.208322, -1.675489]),
+    ("truncated_normal", lambda k: jr.truncated_normal(k, 0.0, 2.0, (5,), F32),
+     [0.582807, 1.709771, 0.159513, 0.861376, 0.36148]),
     ("randint", lambda k: jr.randint(k, (5,), 0, 10, np.int32), [0, 5, 7, 7, 5]),
     ("bernoulli", lambda k: jr.bernoulli(k, F32(0.5), (5,)), [False, True, True, True, False]),
     ("multivariate_normal",
@@ -199,6 +208,19 @@ N = 20000
 KS_LIMIT = math.sqrt(math.log(2 / 1e-4) / 2) / math.sqrt(N)
 
 _erf = np.vectorize(math.erf)
+
+
+def _Phi(x):
+    return 0.5 * (1 + _erf(np.asarray(x) / math.sqrt(2)))
+
+
+def _truncnorm_moments(a, b):
+    phi = lambda t: math.exp(-t * t / 2) / math.sqrt(2 * math.pi)
+    z = float(_Phi(b) - _Phi(a))
+    mean = (phi(a) - phi(b)) / z
+    return mean, 1 + (a * phi(a) - b * phi(b)) / z - mean ** 2
+
+
 CDFS = {
     "uniform": (lambda k: jr.uniform(k, (N,)), lambda x: np.clip(x, 0, 1), 0.5, 1 / 12),
     "normal": (lambda k: jr.normal(k, (N,)), lambda x: 0.5 * (1 + _erf(x / math.sqrt(2))),
@@ -212,6 +234,11 @@ CDFS = {
                  0.0, math.pi ** 2 / 3),
     "gumbel": (lambda k: jr.gumbel(k, (N,)), lambda x: np.exp(-np.exp(-x)),
                0.5772156649015329, math.pi ** 2 / 6),
+    # N(0, 1) conditioned on (-0.5, 2): Phi(x) rescaled; its mean and variance are the standard
+    # (phi(a) - phi(b)) / Z and 1 + (a phi(a) - b phi(b)) / Z - mean**2
+    "truncated_normal": (lambda k: jr.truncated_normal(k, -0.5, 2.0, (N,)),
+                         lambda x: (_Phi(x) - _Phi(-0.5)) / (_Phi(2.0) - _Phi(-0.5)),
+                         *_truncnorm_moments(-0.5, 2.0)),
 }
 
 
@@ -334,10 +361,8 @@ def test_jit_takes_keys_as_arguments():
 @pytest.fixture
 def interpreted():
     """Derivatives are IR transforms: checked on the reference interpreter (no compiles)."""
-    saved = tj.config.backend
-    tj.config.backend = "interpret"
-    yield
-    tj.config.backend = saved
+    with on_backend("interpret"):
+        yield
 
 
 def test_grad_through_reparameterised_samples(interpreted):
@@ -353,6 +378,9 @@ def test_grad_through_reparameterised_samples(interpreted):
     check_grads(u, (np.array(-1.0), np.array(2.0)), order=2, modes=("fwd", "rev"))
     e = lambda rate: np.sum(np.log1p(jr.exponential(key, (5,)) / rate))
     check_grads(e, (np.array(2.0),), order=2, modes=("fwd", "rev"))
+    # truncated_normal's bounds must be concrete: a traced bound is refused, never a zero grad
+    with pytest.raises(tj.UnsupportedError, match="bounds must be concrete"):
+        tj.grad(lambda lo: np.sum(jr.truncated_normal(key, lo, 1.0, (2,))))(0.0)
 
 
 def test_gamma_implicit_reparameterisation_gradient(interpreted):

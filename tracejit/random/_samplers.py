@@ -16,15 +16,17 @@ Invariants:
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import numpy as tnp
 from ..core import Tracer
-from ..errors import InputError
+from ..errors import InputError, UnsupportedError
 from ..ops import structural as st
 from ._threefry import _as_key, assemble, bit_parts, canonical_shape, split
 
-__all__ = ["bits", "uniform", "normal", "randint", "bernoulli", "gumbel", "categorical",
+__all__ = ["bits", "uniform", "normal", "truncated_normal", "randint", "bernoulli", "gumbel", "categorical",
            "exponential", "laplace", "logistic", "permutation", "choice",
            "multivariate_normal"]
 
@@ -167,6 +169,39 @@ def normal(key, shape=(), dtype=np.float64):
     return _uniform_scalar_bounds(key, shape, dt, lo, 1.0, "normal",
                                   lambda u: sqrt2 * _erfinv(u))
 
+
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _concrete_bound(b, dt):
+    """A bound's value: a NumPy array, or a tracer whose value the trace knows (an array the
+    function made with NumPy); a value known only at run time is refused."""
+    if isinstance(b, Tracer):
+        value = b.known()
+        if value is None:
+            raise UnsupportedError("tracejit.random.truncated_normal: the bounds must be "
+                                   "concrete numbers or arrays (erf of traced values is not "
+                                   "available here); pass them as constants or static "
+                                   "arguments")
+        b = value
+    return np.asarray(b, dt)
+
+
+def truncated_normal(key, lower, upper, shape=None, dtype=np.float64):
+    """Standard normal floats conditioned on ``lower < x < upper``: ``sqrt(2) * erfinv(u)`` for
+    ``u`` uniform between ``erf(lower / sqrt(2))`` and ``erf(upper / sqrt(2))``, clipped into
+    the open interval, as JAX. The bounds must be concrete (``erf`` of traced values is not
+    available to this module), so the samples are not differentiable in them."""
+    dt = _float_dtype(dtype, "truncated_normal")
+    lo, hi = (_concrete_bound(b, dt) for b in (lower, upper))
+    shape = np.broadcast_shapes(lo.shape, hi.shape) if shape is None else \
+        canonical_shape(shape, "truncated_normal")
+    sqrt2 = dt.type(np.sqrt(2.0))
+    a = _erf(lo / sqrt2).astype(dt)
+    b = _erf(hi / sqrt2).astype(dt)
+    out = sqrt2 * _erfinv(uniform(key, shape, dt, a, b))
+    return tnp.clip(out, np.nextafter(lo, dt.type(np.inf)), np.nextafter(hi, dt.type(-np.inf)))
 
 def _urem(a, span):
     """``a % span`` for unsigned ints with XLA's ``a % 0 == a`` (NumPy gives 0), which
