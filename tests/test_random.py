@@ -349,6 +349,22 @@ def test_vmap_over_keys_equals_a_python_loop():
     np.testing.assert_array_equal(folded, [jr.fold_in(jr.key(3), d) for d in range(4)])
 
 
+def test_keys_in_loops():
+    """fold_in of a traced loop index and scan over split keys draw what eager code draws."""
+    k = jr.key(19)
+
+    def loop(key):
+        return tj.fori_loop(0, 5, lambda i, acc: acc + jr.normal(jr.fold_in(key, i), (3,)),
+                            np.zeros(3))
+    np.testing.assert_array_equal(tj.jit(loop)(k),
+                                  sum(jr.normal(jr.fold_in(k, i), (3,)) for i in range(5)))
+
+    def scanned(key):
+        return tj.scan(lambda c, kk: (c + 1, jr.randint(kk, (), 0, 1000)), 0, jr.split(key, 4))
+    np.testing.assert_array_equal(tj.jit(scanned)(k)[1],
+                                  [jr.randint(kk, (), 0, 1000) for kk in jr.split(k, 4)])
+
+
 def test_jit_takes_keys_as_arguments():
     """A key is an argument: one compiled function, new draws per key (no retrace)."""
     f = tj.jit(lambda k, x: x + jr.normal(k, x.shape))
@@ -376,6 +392,11 @@ def test_grad_through_reparameterised_samples(interpreted):
     check_grads(f, (np.array(0.4), np.array(1.3)), order=2, modes=("fwd", "rev"))
     u = lambda lo, hi: np.sum(jr.uniform(key, (5,), minval=lo, maxval=hi) ** 2)
     check_grads(u, (np.array(-1.0), np.array(2.0)), order=2, modes=("fwd", "rev"))
+    # a covariance made with NumPy in the function is factored by NumPy; the mean is traced
+    g = tj.grad(lambda m: np.sum(jr.multivariate_normal(key, m, np.eye(2) * 2.0) ** 2))
+    np.testing.assert_allclose(g(np.ones(2)),
+                               2 * np.asarray(jr.multivariate_normal(key, np.ones(2),
+                                                                     np.eye(2) * 2.0)))
     e = lambda rate: np.sum(np.log1p(jr.exponential(key, (5,)) / rate))
     check_grads(e, (np.array(2.0),), order=2, modes=("fwd", "rev"))
     # truncated_normal's bounds must be concrete: a traced bound is refused, never a zero grad

@@ -24,7 +24,7 @@ from .. import numpy as tnp
 from ..core import Tracer
 from ..errors import InputError, UnsupportedError
 from ..ops import structural as st
-from ._threefry import _as_key, assemble, bit_parts, canonical_shape, split
+from ._threefry import _as_key, assemble, bit_parts, canonical_shape, random_bits, split
 
 __all__ = ["bits", "uniform", "normal", "truncated_normal", "randint", "bernoulli", "gumbel", "categorical",
            "exponential", "laplace", "logistic", "permutation", "choice",
@@ -133,7 +133,6 @@ def _uniform_scalar_bounds(key, shape, dt, lo, hi, fn, transform=None):
 
 def bits(key, shape=(), dtype=np.uint32):
     """Uniform random unsigned integers (``dtype`` uint8, uint16, uint32 or uint64)."""
-    from ._threefry import random_bits
     dt = np.dtype(dtype)
     if dt.kind != "u":
         raise InputError(f"tracejit.random.bits: dtype must be an unsigned integer dtype, "
@@ -424,7 +423,8 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0):
 def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
     """Normal vectors with ``mean`` (..., n) and covariance ``cov`` (..., n, n): ``mean +
     factor @ normal(...)`` with ``factor`` from ``np.linalg.cholesky`` (or ``svd``/``eigh``),
-    as JAX. A traced ``cov`` needs the linalg function on tracers."""
+    as JAX. A ``cov`` known while tracing is factored by NumPy; a traced one (a derivative in
+    ``cov``) needs that linalg function on tracers."""
     key = _as_key(key, "multivariate_normal")
     if method not in ("cholesky", "svd", "eigh"):
         raise InputError("tracejit.random.multivariate_normal: method must be 'cholesky', "
@@ -438,6 +438,8 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
                          f"(..., n, n), got {mean.shape} and {cov.shape}")
     batch = np.broadcast_shapes(mean.shape[:-1], cov.shape[:-2])
     shape = batch if shape is None else canonical_shape(shape, "multivariate_normal")
+    if isinstance(cov, Tracer) and cov.known() is not None:
+        cov = cov.known()         # made with NumPy in the function: factor it with NumPy
     if method == "svd":
         u, s, _ = np.linalg.svd(cov)
         factor = u * tnp.sqrt(s[..., None, :])
