@@ -421,6 +421,14 @@ def test_gamma_implicit_reparameterisation_gradient(interpreted):
     # through loggamma (so beta and dirichlet): d log z / da = (dz/da) / z on the same draws
     gl = np.asarray(tj.grad(lambda a: np.sum(jr.loggamma(jr.key(18), a)))(a))
     np.testing.assert_allclose(gl, g / z, rtol=1e-9)
+    # the second derivative is that of the same implicit function z(a) = F^-1(u; a), u fixed
+    z0 = float(jr.gamma(jr.key(18), 2.5, (1,))[0])
+    u = special.gammainc(2.5, z0)
+    h = 1e-4
+    zs = [special.gammaincinv(2.5 + d, u) for d in (-h, 0.0, h)]
+    first = lambda a: tj.grad(lambda a: np.sum(jr.gamma(jr.key(18), a, (1,))))(a)
+    np.testing.assert_allclose(tj.grad(first)(2.5), (zs[2] - 2 * zs[1] + zs[0]) / h ** 2,
+                               rtol=1e-4)
     # a constant shape parameter: only the (reparameterised) scale is differentiated
     gs = tj.grad(lambda s: np.sum(s * jr.gamma(jr.key(0), 2.0, (3,))))(1.5)
     np.testing.assert_allclose(gs, np.sum(jr.gamma(jr.key(0), 2.0, (3,))), rtol=1e-12)

@@ -8,7 +8,8 @@ Invariants:
 - The derivative in the shape parameter is not the rejection loop's (which would be wrong) but
   the implicit reparameterisation gradient ``dz/da = -(dF/da) / (dF/dz)`` of the Gamma CDF F
   (``_gamma_grad``), a custom JVP as in JAX; beta and Dirichlet inherit it through their
-  log-gamma draws. It is a first derivative: differentiating it again is not supported.
+  log-gamma draws. Its rule differentiates again into the second derivative of the same
+  implicit function (the series and fraction loops are differentiated as written).
 """
 from __future__ import annotations
 
@@ -67,6 +68,7 @@ def _gamma_one(key, alpha, log_space: bool):
     boost = tnp.where(boost_mask, one, (one - uniform(sub, (), alpha.dtype)) ** (one / alpha_orig))
     return d * V * boost
 
+
 def _sampler(log_space: bool):
     # traced once per shape and dtype: the custom JVP's function and its rule both inline the
     # cached graph (batching the rejection loops is the expensive part of a trace)
@@ -78,9 +80,11 @@ def _sampler(log_space: bool):
 
     @draw.defjvp
     def draw_jvp(primals, tangents):
-        # the implicit reparameterisation gradient (tangent linear in the tangent of alpha)
+        # the implicit reparameterisation gradient (tangent linear in the tangent of alpha);
+        # z comes from draw itself, so differentiating this rule again uses the same rule
+        # (d2z/da2 = dg/da + dg/dz * g), never the rejection loop's pathwise derivative
         keys, alphas = primals
-        z = _draws(keys, alphas)
+        z = draw(keys, alphas)
         if not log_space:
             return z, tangents[1] * gamma_sample_grad(alphas, z)
         x = tnp.exp(z)                       # d log x = dx / x; x == 0 by rounding: tiny

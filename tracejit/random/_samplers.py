@@ -26,8 +26,8 @@ from ..errors import InputError, UnsupportedError
 from ..ops import structural as st
 from ._threefry import _as_key, assemble, bit_parts, canonical_shape, random_bits, split
 
-__all__ = ["bits", "uniform", "normal", "truncated_normal", "randint", "bernoulli", "gumbel", "categorical",
-           "exponential", "laplace", "logistic", "permutation", "choice",
+__all__ = ["bits", "uniform", "normal", "truncated_normal", "randint", "bernoulli", "gumbel",
+           "categorical", "exponential", "laplace", "logistic", "permutation", "choice",
            "multivariate_normal"]
 
 # Giles, "Approximating the erfinv function" (GPU Gems / 2010), coefficients as XLA's ErfInv
@@ -169,7 +169,6 @@ def normal(key, shape=(), dtype=np.float64):
                                   lambda u: sqrt2 * _erfinv(u))
 
 
-
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
@@ -201,6 +200,7 @@ def truncated_normal(key, lower, upper, shape=None, dtype=np.float64):
     b = _erf(hi / sqrt2).astype(dt)
     out = sqrt2 * _erfinv(uniform(key, shape, dt, a, b))
     return tnp.clip(out, np.nextafter(lo, dt.type(np.inf)), np.nextafter(hi, dt.type(-np.inf)))
+
 
 def _urem(a, span):
     """``a % span`` for unsigned ints with XLA's ``a % 0 == a`` (NumPy gives 0), which
