@@ -322,14 +322,22 @@ def categorical(key, logits, axis=-1, shape=None):
 def _stable_order(sort_keys):
     """The stable ascending order of a 1-d array (``argsort(kind="stable")``).
 
-    An element's rank is the number of smaller keys plus the number of equal keys before it;
-    the order is the inverse of the ranks. Both are reductions of broadcast comparisons, which
-    the backend fuses (O(n**2) work, O(n) memory): random permutations are for modest n.
+    Traced, an element's rank is the number of keys before it in (key, index) order, and the
+    order is the inverse of the ranks: both reductions of broadcast comparisons, which the
+    backend fuses (O(n**2) work, O(n) memory), so random permutations are for modest n. uint32
+    keys are compared as one uint64 ``key << 32 | index`` (no n x n index comparison that
+    common subexpression elimination could share, and so store, between shuffle rounds).
     """
+    if not isinstance(sort_keys, Tracer):
+        return np.argsort(sort_keys, kind="stable")       # eager: the same order, O(n log n)
     i = _index(sort_keys.shape[0])
-    less = sort_keys[None, :] < sort_keys[:, None]
-    tie = (sort_keys[None, :] == sort_keys[:, None]) & (i[None, :] < i[:, None])
-    rank = tnp.sum(less | tie, axis=1)
+    if sort_keys.dtype == np.uint32:
+        k = (sort_keys.astype(np.uint64) << np.uint64(32)) | i.astype(np.uint64)
+        before = k[None, :] < k[:, None]
+    else:
+        before = (sort_keys[None, :] < sort_keys[:, None]) | \
+            ((sort_keys[None, :] == sort_keys[:, None]) & (i[None, :] < i[:, None]))
+    rank = tnp.sum(before, axis=1)
     return tnp.sum(tnp.where(rank[None, :] == i[:, None], i[None, :], 0), axis=1)
 
 
