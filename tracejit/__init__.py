@@ -19,6 +19,7 @@ from .transforms.batching import vmap  # noqa: F401
 from . import tree  # noqa: F401
 from .tree import register_pytree_node  # noqa: F401
 from .errors import (TracerError, ConcretizationError, ShapeError, DTypeError,  # noqa: F401
-                     UnsupportedError, InputError, NaNError, CompilerError)
+                     UnsupportedError, InputError, NaNError, CompilerError,
+                     TracerWarning)
 
 __version__ = "0.1.0"

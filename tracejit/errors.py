@@ -69,6 +69,11 @@ class TracerError(Exception):
     """Base class of tracejit's user-facing errors."""
 
 
+class TracerWarning(UserWarning):
+    """Code that traces but probably does not mean what it says once compiled (a NumPy random
+    draw while tracing is frozen into the compiled function)."""
+
+
 class ConcretizationError(TracerError, TypeError):
     """A traced value was used where a concrete Python value is needed (if, bool, float, shape)."""
 

@@ -23,10 +23,12 @@ import operator
 import os
 import sys
 import threading
+import warnings
 
 import numpy as np
 
 from .. import core, dtypes
+from ..errors import TracerWarning
 from ..core import Tracer, current_builder
 from ._base import filled, has_tracer
 from . import creation, mutation
@@ -194,6 +196,99 @@ def _wrapper(name):
 
 
 _WRAPPERS = {name: _wrapper(name) for name in CREATION}
+
+
+# NumPy's random numbers while tracing ---------------------------------------------------------
+# ``np.random.normal(size=3)`` in a traced function runs once, while tracing: its sample becomes
+# a constant of the compiled code and every call returns the same "random" numbers. So while a
+# trace runs, numpy.random's sampling functions (the bound methods of NumPy's global
+# RandomState) and ``default_rng`` are replaced like the creation functions. Called from user
+# code on the tracing thread, a sampling function warns once per call site, naming it and
+# pointing to tracejit.random, then does what NumPy does; ``default_rng`` returns a subclass of
+# np.random.Generator, on the same bit generator, whose sampling methods warn the same way.
+# The classes themselves stay (``isinstance(g, np.random.Generator)`` must keep working), so a
+# generator made before the trace began, or by calling ``Generator``/``RandomState`` directly,
+# is NumPy's own object, whose methods are C methods of an immutable type: its draws are not
+# seen (README: "NumPy's random functions in a trace").
+
+_NP_RANDOM_STATE = np.random.mtrand._rand
+_RANDOM_FUNCTIONS = tuple(n for n in dir(np.random) if n not in ("get_state", "set_state")
+                          and getattr(getattr(np.random, n), "__self__", None)
+                          is _NP_RANDOM_STATE)
+_warned_sites: set = set()
+
+
+def _user_caller(depth):
+    frame = sys._getframe(depth)
+    if frame.f_globals.get("__name__", "") == "tracejit.autograph":
+        frame = frame.f_back
+    return frame
+
+
+def _warn_frozen_sample(what, depth=3):
+    """Warn (once per call site) that ``what`` draws one sample at trace time."""
+    frame = _user_caller(depth)
+    site = (frame.f_code.co_filename, frame.f_lineno)
+    if site in _warned_sites:
+        return
+    _warned_sites.add(site)
+    warnings.warn_explicit(
+        f"{what} called while tracing ({os.path.basename(site[0])}:{site[1]}): NumPy draws the "
+        f"sample once, now, and the compiled function returns that same sample on every call. "
+        f"Draw inside the trace with tracejit.random and a key argument instead, e.g. "
+        f"`import tracejit.random as jr; def f(key, x): return x + jr.normal(key, x.shape)`, "
+        f"called with a new key each time (jr.split(key)).",
+        TracerWarning, site[0], site[1], module=frame.f_globals.get("__name__"))
+
+
+def _sampling(original, what):
+    """A NumPy sampling callable that warns when user code calls it while tracing."""
+    @functools.wraps(original)
+    def sample(*args, **kwargs):
+        if current_builder() is not None and not _from_library():
+            _warn_frozen_sample(what)
+        return original(*args, **kwargs)
+    sample.__tracejit_original__ = original
+    return sample
+
+
+def _warning_subclass(base, prefix):
+    """``base`` (np.random.Generator) with sampling methods that warn."""
+    names = [n for n in dir(base) if not n.startswith("_") and callable(getattr(base, n)) and
+             n not in ("spawn", "get_state", "set_state", "seed", "bit_generator")]
+    ns = {}
+    for name in names:
+        def method(self, *args, __name=name, **kwargs):
+            if current_builder() is not None and not _from_library():
+                _warn_frozen_sample(f"{prefix}.{__name}")
+            return getattr(super(cls, self), __name)(*args, **kwargs)
+        method.__name__ = name
+        ns[name] = method
+    cls = type(f"Traced{base.__name__}", (base,), ns)
+    cls.__module__ = __name__
+    return cls
+
+
+_TracedGenerator = _warning_subclass(np.random.Generator, "np.random.Generator")
+
+
+def _default_rng(original):
+    @functools.wraps(original)
+    def default_rng(*args, **kwargs):
+        out = original(*args, **kwargs)
+        if current_builder() is None or _from_library() or type(out) is not np.random.Generator:
+            return out
+        return _TracedGenerator(out.bit_generator)    # the same bit generator: the same stream
+    default_rng.__tracejit_original__ = original
+    return default_rng
+
+
+RANDOM = {name: _sampling(getattr(np.random, name), f"np.random.{name}")
+          for name in _RANDOM_FUNCTIONS}
+RANDOM["default_rng"] = _default_rng(np.random.default_rng)
+_SWAPS = [(np, name, _WRAPPERS[name], _ORIGINAL[name]) for name in CREATION] + \
+    [(np.random, name, fn, fn.__tracejit_original__) for name, fn in RANDOM.items()]
+
 _lock = threading.Lock()
 _active = 0
 # taken around os.fork (a leaf lock, held only to swap the functions): a child forked while
@@ -210,8 +305,8 @@ def _enter():
     with _lock:
         _active += 1
         if _active == 1:
-            for name, fn in _WRAPPERS.items():
-                setattr(np, name, fn)
+            for module, name, wrapper, _ in _SWAPS:
+                setattr(module, name, wrapper)
 
 
 def _exit():
@@ -219,9 +314,9 @@ def _exit():
     with _lock:
         _active -= 1
         if _active == 0:
-            for name, fn in _ORIGINAL.items():
-                if getattr(np, name) is _WRAPPERS[name]:
-                    setattr(np, name, fn)
+            for module, name, wrapper, original in _SWAPS:
+                if getattr(module, name) is wrapper:
+                    setattr(module, name, original)
 
 
 core.register_trace_hooks(_enter, _exit)
