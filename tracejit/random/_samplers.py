@@ -320,25 +320,8 @@ def categorical(key, logits, axis=-1, shape=None):
 
 
 def _stable_order(sort_keys):
-    """The stable ascending order of a 1-d array (``argsort(kind="stable")``).
-
-    Traced, an element's rank is the number of keys before it in (key, index) order, and the
-    order is the inverse of the ranks: both reductions of broadcast comparisons, which the
-    backend fuses (O(n**2) work, O(n) memory), so random permutations are for modest n. uint32
-    keys are compared as one uint64 ``key << 32 | index`` (no n x n index comparison that
-    common subexpression elimination could share, and so store, between shuffle rounds).
-    """
-    if not isinstance(sort_keys, Tracer):
-        return np.argsort(sort_keys, kind="stable")       # eager: the same order, O(n log n)
-    i = _index(sort_keys.shape[0])
-    if sort_keys.dtype == np.uint32:
-        k = (sort_keys.astype(np.uint64) << np.uint64(32)) | i.astype(np.uint64)
-        before = k[None, :] < k[:, None]
-    else:
-        before = (sort_keys[None, :] < sort_keys[:, None]) | \
-            ((sort_keys[None, :] == sort_keys[:, None]) & (i[None, :] < i[:, None]))
-    rank = tnp.sum(before, axis=1)
-    return tnp.sum(tnp.where(rank[None, :] == i[:, None], i[None, :], 0), axis=1)
+    """The stable ascending order of a 1-d array (``argsort(kind="stable")``)."""
+    return tnp.argsort(sort_keys, kind="stable")
 
 
 def _index(n: int):
@@ -347,15 +330,9 @@ def _index(n: int):
     return st.iota_p.bind(dtype=np.int64, shape=(n,), axis=0)
 
 
-_MAX_PERMUTATION = 1 << 14
-
-
 def _shuffled_order(key, n: int):
     """JAX's ``_shuffle`` of ``arange(n)``: sort by fresh random 32-bit keys, repeated
     ``ceil(3 ln n / ln(2**32 - 1))`` times (once for n < 1626) so that ties are negligible."""
-    if n > _MAX_PERMUTATION:
-        raise InputError(f"tracejit.random.permutation: {n} elements; this implementation "
-                         f"sorts by ranking in O(n**2) and takes at most {_MAX_PERMUTATION}")
     rounds = int(np.ceil(3 * np.log(max(1, n)) / np.log(np.iinfo(np.uint32).max)))
     order = _index(n)
     for _ in range(rounds):
