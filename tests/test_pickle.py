@@ -80,6 +80,7 @@ _CHILD = r"""
 import json, pickle, sys
 import numpy as np
 import tracejit as tj
+from tracejit.backend.engine import diskcache
 objs, args, want = pickle.loads(sys.stdin.buffer.read())
 report = {}
 for name, f in objs.items():
