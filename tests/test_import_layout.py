@@ -49,7 +49,7 @@ KNOWN_FRONT_END_CIRCLES = frozenset(
      "tracejit.control", "tracejit.core", "tracejit.custom", "tracejit.derivatives",
      "tracejit.interpret", "tracejit.passes", "tracejit.signature", "tracejit.test_util"]
     + [f"tracejit.numpy{m}" for m in (
-        "", "._base", ".counting", ".creation", ".dispatch", ".einsum", ".extra", ".fft",
+        "", "._base", ".counting", ".creation", ".dispatch", ".einsum", ".extra", ".fft", ".floatfns",
         ".indexing", ".intercept", ".intrange", ".linalg", ".logic", ".math", ".methods",
         ".mutation", ".nanfuncs", ".nonzero", ".reductions", ".shape", ".sorting", ".tail")]
     # (a new module of the NumPy layer joins it like every other; every ops module via core)
