@@ -51,7 +51,7 @@ KNOWN_FRONT_END_CIRCLES = frozenset(
     + [f"tracejit.numpy{m}" for m in (
         "", "._base", ".counting", ".creation", ".dispatch", ".einsum", ".extra", ".fft", ".floatfns",
         ".indexing", ".intercept", ".intrange", ".linalg", ".logic", ".math", ".methods",
-        ".mutation", ".nanfuncs", ".nonzero", ".reductions", ".shape", ".sorting", ".tail")]
+        ".mutation", ".nanfuncs", ".nonzero", ".reductions", ".shape", ".signal", ".sorting", ".tail")]
     # (a new module of the NumPy layer joins it like every other; every ops module via core)
     + [f"tracejit.ops.{m}" for m in ("contraction", "control", "elementwise", "fft",
                                      "reductions", "sorting", "structural")]

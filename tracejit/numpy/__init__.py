@@ -23,6 +23,7 @@ from .counting import *  # noqa: F401,F403
 from .sorting import *  # noqa: F401,F403
 from .nanfuncs import *  # noqa: F401,F403
 from .floatfns import *  # noqa: F401,F403
+from .signal import *  # noqa: F401,F403
 from .nonzero import *  # noqa: F401,F403
 from .mutation import *  # noqa: F401,F403  (view functions: writes through them reach the base)
 from . import fft  # noqa: F401,E402  (tracejit.numpy.fft, as numpy.fft)
