@@ -39,6 +39,10 @@ PTR = ir.PointerType()
 MATMUL_PARALLEL_FLOPS = 4_000_000     # ~40 us at 100 GFLOP/s: split rows over the pool above
 MATMUL_BLOCKS = 16                    # row blocks taken dynamically by the pool's threads
 BLAS_BLOCK_ROWS = 16                  # row granularity of the blocks of a BLAS product
+# Bounded functions: LLVM's code generation of one function grows faster than its length (a
+# kernel setting 1000 slots in one block: 3.8 s; in 8 functions: see tests/test_compile_scaling)
+SEGMENT_STEPS = 64                    # steps per function of a segment
+KERNEL_SLOTS = 128                    # slots set per function of a kernel
 
 
 def _i64(v):
@@ -123,7 +127,8 @@ class SegmentEmitter:
 
     def segment(self, steps, owned=()) -> ir.Function:
         """``i32 @seg(ptr slots)`` running ``steps``; it owns the stacks whose descriptors are
-        in slots ``owned``: zeroed on entry, their rows freed on return (errors included)."""
+        in slots ``owned``: zeroed on entry, their rows freed on return (errors included).
+        More than ``SEGMENT_STEPS`` steps run in parts of that many, each its own function."""
         fn = ir.Function(self.module, ir.FunctionType(I32, [PTR]), self._name("seg"))
         fn.args[0].name = "slots"
         b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -132,38 +137,67 @@ class SegmentEmitter:
         for d in descs:
             stacks.zero(b, d)
         done = fn.append_basic_block("seg.done")
-        # the cell is loaded where it is read: held across the steps' calls, it cost a spill
-        # and a reload per call at opt 0, measurable in a tight while loop's segments
-        for k, step in enumerate(steps):
-            if k:          # a step that failed (or was interrupted) ends the segment
-                nxt = fn.append_basic_block(f"seg.step{k}")
-                failed = b.load(self._err_cell(b, slots), typ=I32)
-                b.cbranch(b.icmp_signed("!=", failed, ir.Constant(I32, 0)), done, nxt)
-                b.position_at_end(nxt)
-            if isinstance(step, LoopGroup):
-                self._group(b, slots, step)
-            elif isinstance(step, MatmulStep):
-                self._matmul(b, slots, step)
-            elif isinstance(step, ScanStep):
-                scan = emit_scan(self.module, self._name("scan"), step.eqn, self.plan,
-                                 self.slot_of)
-                b.call(scan, [slots, _i64(0), _i64(0)])
-            elif isinstance(step, ArgStep):
-                b.call(emit_arg(self.module, self._name("arg"), step.eqn, self.plan,
-                                self.slot_of, self.err_slot), [slots])
-            elif isinstance(step, ScatterStep):
-                b.call(emit_scatter(self.module, self._name("scatter"), step.eqn, self.plan,
-                                    self.slot_of, self.err_slot), [slots])
-            elif isinstance(step, ControlStep):
-                self.codes[id(step)] = emit_control(self, b, slots, step, self._name("ctl"))
-            else:
-                raise AssertionError(step)
+        if len(steps) <= SEGMENT_STEPS:
+            self._steps(b, slots, steps, self._step, done)
+        else:
+            parts = [self._part(steps[k:k + SEGMENT_STEPS])
+                     for k in range(0, len(steps), SEGMENT_STEPS)]
+            self._steps(b, slots, parts, lambda b, slots, part: b.call(part, [slots]), done)
         b.branch(done)
         b.position_at_end(done)
         for d in descs:
             stacks.release(b, self.module, d)
         b.ret(b.load(self._err_cell(b, slots), typ=I32))   # 0, or the bits the steps set
         return fn
+
+    def _part(self, steps) -> ir.Function:
+        """``i32 @part(ptr slots)``: consecutive steps of a long segment. Never inlined: code
+        generation of one function (instruction selection, register allocation) grows faster
+        than its length, so a long segment is cut into functions of bounded size."""
+        fn = ir.Function(self.module, ir.FunctionType(I32, [PTR]), self._name("part"))
+        fn.linkage = "internal"
+        fn.attributes.add("noinline")
+        fn.args[0].name = "slots"
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        done = fn.append_basic_block("part.done")
+        self._steps(b, fn.args[0], steps, self._step, done)
+        b.branch(done)
+        b.position_at_end(done)
+        b.ret(b.load(self._err_cell(b, fn.args[0]), typ=I32))
+        return fn
+
+    def _steps(self, b, slots, items, emit_one, done):
+        """``emit_one(b, slots, item)`` for each item; a failed one (error bits set, or an
+        interrupt) branches to ``done``, skipping the rest."""
+        fn = b.function
+        # the cell is loaded where it is read: held across the steps' calls, it cost a spill
+        # and a reload per call at opt 0, measurable in a tight while loop's segments
+        for k, item in enumerate(items):
+            if k:
+                nxt = fn.append_basic_block(f"seg.step{k}")
+                failed = b.load(self._err_cell(b, slots), typ=I32)
+                b.cbranch(b.icmp_signed("!=", failed, ir.Constant(I32, 0)), done, nxt)
+                b.position_at_end(nxt)
+            emit_one(b, slots, item)
+
+    def _step(self, b, slots, step):
+        if isinstance(step, LoopGroup):
+            self._group(b, slots, step)
+        elif isinstance(step, MatmulStep):
+            self._matmul(b, slots, step)
+        elif isinstance(step, ScanStep):
+            scan = emit_scan(self.module, self._name("scan"), step.eqn, self.plan, self.slot_of)
+            b.call(scan, [slots, _i64(0), _i64(0)])
+        elif isinstance(step, ArgStep):
+            b.call(emit_arg(self.module, self._name("arg"), step.eqn, self.plan,
+                            self.slot_of, self.err_slot), [slots])
+        elif isinstance(step, ScatterStep):
+            b.call(emit_scatter(self.module, self._name("scatter"), step.eqn, self.plan,
+                                self.slot_of, self.err_slot), [slots])
+        elif isinstance(step, ControlStep):
+            self.codes[id(step)] = emit_control(self, b, slots, step, self._name("ctl"))
+        else:
+            raise AssertionError(step)
 
     def _group(self, b, slots, group):
         if isinstance(group, RowMatvecGroup):
@@ -393,6 +427,18 @@ class SegmentEmitter:
         return b.load(b.gep(slots, [_i64(self.err_slot)], source_etype=PTR), typ=PTR)
 
 
+def _set_slots(b, bufs, slots, arena, items, consts):
+    """``slots[k]`` for each (k, source) of ``items`` (see ``emit_kernel``)."""
+    for k, (kind, val) in items:
+        if kind == "buf":
+            p = b.load(b.gep(bufs, [_i64(val)], source_etype=PTR), typ=PTR)
+        elif kind == "const":
+            p = consts.ptr(b, val)
+        else:
+            p = b.gep(arena, [_i64(val)], source_etype=I8)
+        b.store(p, b.gep(slots, [_i64(k)], source_etype=PTR))
+
+
 def emit_kernel(module, name, seg_fn, nslots, sources, arena_bytes, consts) -> ir.Function:
     """``i32 @name(ptr bufs)``: slots from bufs (inputs, outputs), constants and the arena.
 
@@ -413,14 +459,20 @@ def emit_kernel(module, name, seg_fn, nslots, sources, arena_bytes, consts) -> i
         arena = b.call(malloc, [_i64(arena_bytes)], name="arena")
         with b.if_then(b.icmp_unsigned("==", arena, ir.Constant(PTR, None)), likely=False):
             b.ret(ir.Constant(I32, ERR_NOMEM))      # the caller raises MemoryError
-    for k, (kind, val) in enumerate(sources):
-        if kind == "buf":
-            p = b.load(b.gep(fn.args[0], [_i64(val)], source_etype=PTR), typ=PTR)
-        elif kind == "const":
-            p = consts.ptr(b, val)
-        else:
-            p = b.gep(arena, [_i64(val)], source_etype=I8)
-        b.store(p, b.gep(slots, [_i64(k)], source_etype=PTR))
+    items = list(enumerate(sources))
+    if len(items) <= KERNEL_SLOTS:
+        _set_slots(b, fn.args[0], slots, arena, items, consts)
+    else:          # one block of thousands of stores: code generation quadratic in its length
+        null = ir.Constant(PTR, None)
+        for c in range(0, len(items), KERNEL_SLOTS):
+            part = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR]),
+                               f"{name}_slots{c // KERNEL_SLOTS}")
+            part.linkage = "internal"
+            part.attributes.add("noinline")
+            pb = ir.IRBuilder(part.append_basic_block("entry"))
+            _set_slots(pb, *part.args, items[c:c + KERNEL_SLOTS], consts)
+            pb.ret_void()
+            b.call(part, [fn.args[0], slots, null if arena is None else arena])
     rc = b.call(seg_fn, [slots])
     if arena is not None:
         free = module.globals.get("tj_free") or ir.Function(
