@@ -6,6 +6,13 @@ A segment initialises reduction outputs, calls each loop group's body (directly,
 ``emit_kernel`` wraps a whole-graph segment in the pyabi contract ``i32 @kernel(ptr bufs)``
 (inputs then outputs), building the slot array on its stack and the temporary arena with malloc.
 
+Bounded functions (code generation of one function grows faster than its length): a segment of
+more than ``SEGMENT_STEPS`` steps calls them in parts (``i32 @part(ptr slots)``, noinline), a
+kernel sets its slots in parts of ``KERNEL_SLOTS``, and a module holds one matmul kernel per
+distinct product (layout and ``epilogue.structure_key``): the steps of an unrolled loop share it.
+A graph with no repeated product, and fewer steps and slots, is emitted as before, byte for
+byte.
+
 Errors: every slot array of a call points at one error cell ``{i32 error bits, i32 start}``
 (the start: ``interrupt.py``). A step that fails sets bits (an index out of range, a failed
 malloc, Ctrl-C, ...) and the segment returns after that step, skipping the rest.
@@ -40,7 +47,7 @@ MATMUL_PARALLEL_FLOPS = 4_000_000     # ~40 us at 100 GFLOP/s: split rows over t
 MATMUL_BLOCKS = 16                    # row blocks taken dynamically by the pool's threads
 BLAS_BLOCK_ROWS = 16                  # row granularity of the blocks of a BLAS product
 # Bounded functions: LLVM's code generation of one function grows faster than its length (a
-# kernel setting 1000 slots in one block: 3.8 s; in 8 functions: see tests/test_compile_scaling)
+# kernel setting 1000 slots in one block took 3.8 s; tests/test_compile_split.py)
 SEGMENT_STEPS = 64                    # steps per function of a segment
 KERNEL_SLOTS = 128                    # slots set per function of a kernel
 
