@@ -365,8 +365,9 @@ class SegmentEmitter:
         extra = [] if epi is None else [self._slot_ptr(b, slots, v) for _, v in epi.leaves]
         desc = () if epi is None else (epi.describe(self.namer or (lambda v: "")),)
         # one kernel per distinct product in a module: an unrolled loop's steps share theirs
-        key = None if epi is not None and structure_key(epi) is None else \
-            (np.dtype(dt).str, *layout[1:], epi is not None and structure_key(epi))
+        epi_key = None if epi is None else structure_key(epi)
+        key = None if epi is not None and epi_key is None else \
+            (np.dtype(dt).str, *layout[1:], epi_key)
         kern = self.kernels.get(key) if key is not None else None
         if kern is None:
             kern = self._matmul_kernel(self.module, self._name("mm"), layout, epi)
