@@ -13,6 +13,8 @@ line is superlinear in the graph size.
     python bench/compile_scaling.py --front-end --sizes 200 800 3200   # no backend
     python bench/compile_scaling.py --functions rnn 50 200  # cProfile: functions that grow
                                                             # faster than the graph
+    python bench/compile_scaling.py --cpu               # CPU time of the calling thread
+                                                        # (a loaded, shared machine)
 
 Cases: ``rnn`` (the gradient of a 32-unit tanh RNN written as a Python loop, T steps),
 ``chain`` (the gradient of a chain of 25*T elementwise ops), ``jacrev`` (the reverse-mode
@@ -91,6 +93,9 @@ CASES = {"rnn": rnn_case, "chain": chain_case, "jacrev": jacrev_case}
 # ---------------------------------------------------------------------------------------------
 # stage timers
 
+CLOCK = time.perf_counter          # --cpu: time.thread_time
+
+
 class Timers:
     """Exclusive seconds per stage on the calling thread (a hot-tier compile on the background
     thread is not counted)."""
@@ -114,13 +119,13 @@ class Timers:
                 return fn(*args, **kwargs)
             if note is not None:
                 note(*args)
-            frame = [stage, time.perf_counter(), 0.0]
+            frame = [stage, CLOCK(), 0.0]
             timers.stack.append(frame)
             try:
                 return fn(*args, **kwargs)
             finally:
                 timers.stack.pop()
-                spent = time.perf_counter() - frame[1]
+                spent = CLOCK() - frame[1]
                 timers.total[stage] += spent - frame[2]
                 if timers.stack:
                     timers.stack[-1][2] += spent
@@ -159,20 +164,21 @@ def measure(case, T, front_end=False):
     timers = Timers()
     timers.install()
     fn, args = CASES[case](T)
-    t0 = time.perf_counter()
+    t0 = CLOCK()
     if front_end:
         from tracejit import api
         raw, _ = fn._traced_for(args, {}).trace_graph(args, {})
         api.simplify(raw)
     else:
         fn(*args)
-    total = time.perf_counter() - t0
+    total = CLOCK() - t0
     timers.total["other"] = total - sum(timers.total.values())
     return dict(timers.total, total=total, eqns=timers.eqns or 0, missing=timers.missing)
 
 
 def _child(case, T, front_end):
-    flag = ["--front-end"] if front_end else []
+    flag = (["--front-end"] if front_end else []) + (["--cpu"] if CLOCK is time.thread_time
+                                                     else [])
     out = subprocess.run([sys.executable, __file__, "--one", case, str(T), *flag],
                          capture_output=True, text=True, check=False)
     if out.returncode:
@@ -184,7 +190,8 @@ def table(case, sizes, front_end=False):
     rows = {T: _child(case, T, front_end) for T in sizes}
     missing = sorted({m for r in rows.values() for m in r["missing"]})
     head = f"{'stage':<10}" + "".join(f"{'T=' + str(T):>10}" for T in sizes)
-    what = "trace and simplify only" if front_end else "first call"
+    what = ("trace and simplify only" if front_end else "first call") + \
+        (", CPU time" if CLOCK is time.thread_time else "")
     print(f"\n## {case}: seconds ({what})" +
           (f"  [not timed, missing: {', '.join(missing)}]" if missing else ""))
     print(head)
@@ -249,9 +256,15 @@ def main(argv=None):
     p.add_argument("--front-end", action="store_true",
                    help="trace and simplify only (no backend): for sizes the backend cannot "
                         "reach yet")
+    p.add_argument("--cpu", action="store_true",
+                   help="CPU seconds of the calling thread instead of wall time (a shared, "
+                        "loaded machine)")
     p.add_argument("--one", nargs=2, help=argparse.SUPPRESS)
     p.add_argument("--profile-one", nargs=2, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
+    if a.cpu:
+        global CLOCK
+        CLOCK = time.thread_time
     if a.one:
         print(json.dumps(measure(a.one[0], int(a.one[1]), a.front_end)))
     elif a.profile_one:

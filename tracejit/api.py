@@ -561,6 +561,11 @@ class Traced:
         spec = entry.entry_spec(sig)
         if spec is None:
             return
+        from .backend.runtime import tiers
+        if tiers.compiling():     # building it now would wait for LLVM: a later call builds it
+            with _cache_lock:
+                entry.specialized = False
+            return
         address = entry.executable.native_entry(spec)
         with _table_lock:
             for target in (self, *self._owners):

@@ -7,6 +7,10 @@ the group's equations on the accumulator vector.
 
 Invariant: the epilogue's equations are emitted with the loop lowering rules, in plan order, so
 its values are bit for bit those of the separate loop the planner removed.
+
+:func:`structure_key` is everything the hook reads, with vars replaced by their positions, so two
+epilogues with one key emit the same code (a module keeps one kernel per key; under
+``config.check_ir`` every reuse is emitted again and compared).
 """
 from __future__ import annotations
 
@@ -60,6 +64,41 @@ def emitter(epi, dtype, first_arg):
             env[id(e.outvars[0])] = emit(cx, e, [val(a) for a in e.invars])
         return env[id(epi.result)]
     return hook
+
+
+_PLAIN = (bool, int, float, str, np.dtype, np.generic, type(None))
+
+
+def structure_key(epi):
+    """A hashable key of what :func:`emitter`'s hook reads from ``epi`` (equations, their
+    types and params, literal and constant values, the leaves' strides), vars named by where
+    they come from; None when a param is not plain data (no sharing then)."""
+    where = {id(epi.acc_var): "acc"}
+    for k, (a, _) in enumerate(epi.leaves):
+        where[id(a)] = ("leaf", k)
+
+    def atom(a):
+        if isinstance(a, Literal) or id(a) in epi.consts:
+            lit = a if isinstance(a, Literal) else epi.consts[id(a)]
+            return "lit", lit.ty, lit.value.dtype.str, lit.value.tobytes()
+        return where[id(a)], a.ty
+
+    def plain(v):
+        if isinstance(v, tuple):
+            items = tuple(plain(x) for x in v)
+            return None if None in items else ("tuple", items)
+        return (type(v).__name__, repr(v)) if isinstance(v, _PLAIN) else None
+
+    eqns = []
+    for j, e in enumerate(epi.eqns):
+        params = tuple((k, plain(v)) for k, v in sorted(e.params.items()))
+        if any(p is None for _, p in params):
+            return None
+        eqns.append((e.prim.name, params, tuple(atom(a) for a in e.invars),
+                     tuple(v.ty for v in e.outvars)))
+        for i, v in enumerate(e.outvars):
+            where[id(v)] = ("eqn", j, i)
+    return (tuple(v.strides for _, v in epi.leaves), tuple(eqns), atom(epi.result))
 
 
 def _masked_load(module, vty):

@@ -6,15 +6,25 @@ A segment initialises reduction outputs, calls each loop group's body (directly,
 ``emit_kernel`` wraps a whole-graph segment in the pyabi contract ``i32 @kernel(ptr bufs)``
 (inputs then outputs), building the slot array on its stack and the temporary arena with malloc.
 
+Bounded functions (code generation of one function grows faster than its length): a segment of
+more than ``SEGMENT_STEPS`` steps calls them in parts (``i32 @part(ptr slots)``, noinline), a
+kernel sets its slots in parts of ``KERNEL_SLOTS``, and a module holds one matmul kernel per
+distinct product (layout and ``epilogue.structure_key``): the steps of an unrolled loop share it.
+A graph with no repeated product, and fewer steps and slots, is emitted as before, byte for
+byte.
+
 Errors: every slot array of a call points at one error cell ``{i32 error bits, i32 start}``
 (the start: ``interrupt.py``). A step that fails sets bits (an index out of range, a failed
 malloc, Ctrl-C, ...) and the segment returns after that step, skipping the rest.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from llvmlite import ir
 
+from ...config import config
 from ...ir import _Namer
 from ..abi import ERR_NOMEM
 from ..matmul import tiled as matmul
@@ -24,7 +34,7 @@ from ..plan.steps import (ArgStep, ControlStep, LoopGroup, MatmulStep, ScanStep,
 from . import interrupt, stacks
 from .arg import emit_arg
 from .control import emit_control
-from .epilogue import emitter
+from .epilogue import emitter, structure_key
 from .loops import _combine, _for, emit_group
 from .memory import _real, add_index, identity
 from .ops import I8, I32, I64, OpContext, mem_type, reg_type
@@ -36,6 +46,10 @@ PTR = ir.PointerType()
 MATMUL_PARALLEL_FLOPS = 4_000_000     # ~40 us at 100 GFLOP/s: split rows over the pool above
 MATMUL_BLOCKS = 16                    # row blocks taken dynamically by the pool's threads
 BLAS_BLOCK_ROWS = 16                  # row granularity of the blocks of a BLAS product
+# Bounded functions: LLVM's code generation of one function grows faster than its length (a
+# kernel setting 1000 slots in one block took 3.8 s; tests/test_compile_split.py)
+SEGMENT_STEPS = 64                    # steps per function of a segment
+KERNEL_SLOTS = 128                    # slots set per function of a kernel
 
 
 def _i64(v):
@@ -77,12 +91,24 @@ class ConstTable:
         return b.load(b.gep(table, [_i64(k)], source_etype=PTR), typ=PTR)
 
 
+class _MatmulKernel(NamedTuple):
+    """The function a product's call site calls: a rows chunk run ``nblocks`` times by the
+    thread pool (``path``: "blas" or "parallel rows"), or a serial kernel (``nblocks`` 0);
+    ``name`` is the one it was emitted under."""
+    fn: ir.Function
+    name: str
+    path: str | None
+    nblocks: int
+
+
 class SegmentEmitter:
     """Emits groups and matmuls into one module; ``segment(steps)`` makes one ``@seg``."""
 
-    def __init__(self, module, plan, slot_of, prefix, namer, err_slot, consts=None):
+    def __init__(self, module, plan, slot_of, prefix, namer, err_slot, consts=None,
+                 kernels=None):
         self.module, self.plan, self.slot_of = module, plan, slot_of
         self.consts = consts if consts is not None else ConstTable(module, prefix)
+        self.kernels = kernels if kernels is not None else {}   # matmul key -> _MatmulKernel
         self.err_slot = err_slot
         self.prefix, self.namer = prefix, namer
         self.count = 0
@@ -92,9 +118,9 @@ class SegmentEmitter:
 
     def sub_emitter(self, plan, bp, prefix) -> "SegmentEmitter":
         """An emitter of a control step's sub-graph (``plan``, its buffer plan ``bp``) into the
-        same module, sharing this one's constant table."""
+        same module, sharing this one's constant table and matmul kernels."""
         return SegmentEmitter(self.module, plan, bp.slot_of, prefix, graph_namer(plan.graph),
-                              bp.err_slot, consts=self.consts)
+                              bp.err_slot, consts=self.consts, kernels=self.kernels)
 
     def _name(self, kind):
         self.count += 1
@@ -108,7 +134,8 @@ class SegmentEmitter:
 
     def segment(self, steps, owned=()) -> ir.Function:
         """``i32 @seg(ptr slots)`` running ``steps``; it owns the stacks whose descriptors are
-        in slots ``owned``: zeroed on entry, their rows freed on return (errors included)."""
+        in slots ``owned``: zeroed on entry, their rows freed on return (errors included).
+        More than ``SEGMENT_STEPS`` steps run in parts of that many, each its own function."""
         fn = ir.Function(self.module, ir.FunctionType(I32, [PTR]), self._name("seg"))
         fn.args[0].name = "slots"
         b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -117,38 +144,67 @@ class SegmentEmitter:
         for d in descs:
             stacks.zero(b, d)
         done = fn.append_basic_block("seg.done")
-        # the cell is loaded where it is read: held across the steps' calls, it cost a spill
-        # and a reload per call at opt 0, measurable in a tight while loop's segments
-        for k, step in enumerate(steps):
-            if k:          # a step that failed (or was interrupted) ends the segment
-                nxt = fn.append_basic_block(f"seg.step{k}")
-                failed = b.load(self._err_cell(b, slots), typ=I32)
-                b.cbranch(b.icmp_signed("!=", failed, ir.Constant(I32, 0)), done, nxt)
-                b.position_at_end(nxt)
-            if isinstance(step, LoopGroup):
-                self._group(b, slots, step)
-            elif isinstance(step, MatmulStep):
-                self._matmul(b, slots, step)
-            elif isinstance(step, ScanStep):
-                scan = emit_scan(self.module, self._name("scan"), step.eqn, self.plan,
-                                 self.slot_of)
-                b.call(scan, [slots, _i64(0), _i64(0)])
-            elif isinstance(step, ArgStep):
-                b.call(emit_arg(self.module, self._name("arg"), step.eqn, self.plan,
-                                self.slot_of, self.err_slot), [slots])
-            elif isinstance(step, ScatterStep):
-                b.call(emit_scatter(self.module, self._name("scatter"), step.eqn, self.plan,
-                                    self.slot_of, self.err_slot), [slots])
-            elif isinstance(step, ControlStep):
-                self.codes[id(step)] = emit_control(self, b, slots, step, self._name("ctl"))
-            else:
-                raise AssertionError(step)
+        if len(steps) <= SEGMENT_STEPS:
+            self._steps(b, slots, steps, self._step, done)
+        else:
+            parts = [self._part(steps[k:k + SEGMENT_STEPS])
+                     for k in range(0, len(steps), SEGMENT_STEPS)]
+            self._steps(b, slots, parts, lambda b, slots, part: b.call(part, [slots]), done)
         b.branch(done)
         b.position_at_end(done)
         for d in descs:
             stacks.release(b, self.module, d)
         b.ret(b.load(self._err_cell(b, slots), typ=I32))   # 0, or the bits the steps set
         return fn
+
+    def _part(self, steps) -> ir.Function:
+        """``i32 @part(ptr slots)``: consecutive steps of a long segment. Never inlined: code
+        generation of one function (instruction selection, register allocation) grows faster
+        than its length, so a long segment is cut into functions of bounded size."""
+        fn = ir.Function(self.module, ir.FunctionType(I32, [PTR]), self._name("part"))
+        fn.linkage = "internal"
+        fn.attributes.add("noinline")
+        fn.args[0].name = "slots"
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        done = fn.append_basic_block("part.done")
+        self._steps(b, fn.args[0], steps, self._step, done)
+        b.branch(done)
+        b.position_at_end(done)
+        b.ret(b.load(self._err_cell(b, fn.args[0]), typ=I32))
+        return fn
+
+    def _steps(self, b, slots, items, emit_one, done):
+        """``emit_one(b, slots, item)`` for each item; a failed one (error bits set, or an
+        interrupt) branches to ``done``, skipping the rest."""
+        fn = b.function
+        # the cell is loaded where it is read: held across the steps' calls, it cost a spill
+        # and a reload per call at opt 0, measurable in a tight while loop's segments
+        for k, item in enumerate(items):
+            if k:
+                nxt = fn.append_basic_block(f"seg.step{k}")
+                failed = b.load(self._err_cell(b, slots), typ=I32)
+                b.cbranch(b.icmp_signed("!=", failed, ir.Constant(I32, 0)), done, nxt)
+                b.position_at_end(nxt)
+            emit_one(b, slots, item)
+
+    def _step(self, b, slots, step):
+        if isinstance(step, LoopGroup):
+            self._group(b, slots, step)
+        elif isinstance(step, MatmulStep):
+            self._matmul(b, slots, step)
+        elif isinstance(step, ScanStep):
+            scan = emit_scan(self.module, self._name("scan"), step.eqn, self.plan, self.slot_of)
+            b.call(scan, [slots, _i64(0), _i64(0)])
+        elif isinstance(step, ArgStep):
+            b.call(emit_arg(self.module, self._name("arg"), step.eqn, self.plan,
+                            self.slot_of, self.err_slot), [slots])
+        elif isinstance(step, ScatterStep):
+            b.call(emit_scatter(self.module, self._name("scatter"), step.eqn, self.plan,
+                                self.slot_of, self.err_slot), [slots])
+        elif isinstance(step, ControlStep):
+            self.codes[id(step)] = emit_control(self, b, slots, step, self._name("ctl"))
+        else:
+            raise AssertionError(step)
 
     def _group(self, b, slots, group):
         if isinstance(group, RowMatvecGroup):
@@ -290,7 +346,7 @@ class SegmentEmitter:
         fb.ret_void()
         b.call(fill, [p])
 
-    def _blas_rows(self, name, dt, M, K, N, a_st, b_st):
+    def _blas_rows(self, module, name, dt, M, K, N, a_st, b_st):
         """A rows kernel calling numpy's OpenBLAS (``blas.emit_gemm_rows``) when
         ``blas.choose_path`` picks BLAS for this shape (large products, K or N > 1024) and the
         library was found, passed its self-test and lets us set its thread count; else None."""
@@ -298,63 +354,97 @@ class SegmentEmitter:
         if np.dtype(dt) not in (np.float64, np.float32) or not blas.available() or \
                 not blas.thread_control() or blas.choose_path(dt, M, K, N, 1) != "blas":
             return None
-        return blas.emit_gemm_rows(self.module, name, dt, M, K, N, a_st, b_st)
+        return blas.emit_gemm_rows(module, name, dt, M, K, N, a_st, b_st)
 
     def _matmul(self, b, slots, step):
-        dt, M, K, N, a_st, b_st, batch, a_bs, b_bs = matmul_layout(self.plan, step.eqn)
+        dt, M, K, N, a_st, b_st, batch, a_bs, b_bs = layout = matmul_layout(self.plan, step.eqn)
         self.has_matmul = True
-        name = self._name("mm")
         epi = step.epilogue
         out = step.out if epi is None else epi.result
         ptrs = [self._slot_ptr(b, slots, v) for v in (step.lhs, step.rhs, self.plan.view_of(out))]
         extra = [] if epi is None else [self._slot_ptr(b, slots, v) for _, v in epi.leaves]
         desc = () if epi is None else (epi.describe(self.namer or (lambda v: "")),)
-        rows_kern = self._blas_rows(name, dt, M, K, N, a_st, b_st) \
-            if batch == 1 and epi is None else None
-        path = "blas" if rows_kern is not None else "parallel rows"
-        rows = BLAS_BLOCK_ROWS if rows_kern is not None else matmul.tile_shape(dt, M, N)[0]
-        if rows_kern is not None or \
-                (batch == 1 and 2 * M * K * N >= MATMUL_PARALLEL_FLOPS and M >= 2 * rows):
+        # one kernel per distinct product in a module: an unrolled loop's steps share theirs
+        epi_key = None if epi is None else structure_key(epi)
+        key = None if epi is not None and epi_key is None else \
+            (np.dtype(dt).str, *layout[1:], epi_key)
+        kern = self.kernels.get(key) if key is not None else None
+        if kern is None:
+            kern = self._matmul_kernel(self.module, self._name("mm"), layout, epi)
+            if key is not None:
+                self.kernels[key] = kern
+        elif config.check_ir:        # the key must decide the code: emit it again and compare
+            scratch = ir.Module(name="tracejit_check")
+            scratch.hot_tier = getattr(self.module, "hot_tier", False)
+            self._matmul_kernel(scratch, kern.name, layout, epi)
+            for fn in scratch.functions:
+                if not fn.is_declaration:
+                    assert str(fn) == str(self.module.globals[fn.name]), \
+                        f"matmul kernel key {key} does not decide the code of {fn.name}"
+        if kern.nblocks:
             from ..engine import threads
-            if rows_kern is None:
-                hook = None if epi is None else emitter(epi, dt, 5)
-                rows_kern = matmul.emit_matmul_rows(self.module, name, dt, M, K, N,
-                                                    a_strides=a_st, b_strides=b_st,
-                                                    epilogue=hook, extra_args=[PTR] * len(extra))
-            # blocks depend on M only, never on the thread count: same sums for any count
-            block = rows * max(1, round(M / rows / MATMUL_BLOCKS))
-            nblocks = -(-M // block)
-            chunk = matmul.emit_rows_chunk(self.module, name + "_chunk", rows_kern, len(extra),
-                                           M, block)
             counter = b.alloca(I64)
             b.store(_i64(0), counter)
             ctx = b.alloca(PTR, size=_i64(5 + len(extra)))
             for k, p in enumerate(ptrs + extra + [counter, self._err_cell(b, slots)]):
                 b.store(p, b.gep(ctx, [_i64(k)], source_etype=PTR))
             old = None
-            if path == "blas":            # our pool splits rows: never BLAS threads as well
+            if kern.path == "blas":       # our pool splits rows: never BLAS threads as well
                 from ..matmul import blas
                 old = blas.emit_set_threads(b, 1)
-            b.call(threads.declare_parallel_for(self.module), [chunk, ctx, _i64(nblocks),
+            b.call(threads.declare_parallel_for(self.module), [kern.fn, ctx, _i64(kern.nblocks),
                                                                _i64(1)])
             if old is not None:
                 blas.emit_set_threads(b, old)
-            self.codes[id(step)] = (M, K, N, batch, path, *desc)
+            self.codes[id(step)] = (M, K, N, batch, kern.path, *desc)
             return
-        hook = None if epi is None else emitter(epi, dt, 3)
-        kern = matmul.emit_matmul(self.module, name, dt, M, K, N, a_strides=a_st, b_strides=b_st,
-                                  epilogue=hook, extra_args=[PTR] * len(extra))
-        if batch != 1 or a_bs or b_bs:
-            assert epi is None, "epilogues are planned for unbatched products only"
-            kern = matmul.emit_batched(self.module, name + "_b", kern, dt, batch, a_bs, b_bs,
-                                       M * N)
         self.codes[id(step)] = (M, K, N, batch, *desc)
-        rc = b.call(kern, ptrs + extra)        # ERR_NOMEM: no memory for a packed B panel
+        rc = b.call(kern.fn, ptrs + extra)        # ERR_NOMEM: no memory for a packed B panel
         with b.if_then(b.icmp_signed("!=", rc, ir.Constant(I32, 0)), likely=False):
             b.atomic_rmw("or", self._err_cell(b, slots), rc, "monotonic")
 
+    def _matmul_kernel(self, module, name, layout, epi) -> _MatmulKernel:
+        """Emit the kernel of a product of this ``layout`` (``matmul_layout``) and epilogue:
+        a rows-chunk function for the thread pool (``nblocks`` > 0) or a serial kernel."""
+        dt, M, K, N, a_st, b_st, batch, a_bs, b_bs = layout
+        n_extra = 0 if epi is None else len(epi.leaves)
+        rows_kern = self._blas_rows(module, name, dt, M, K, N, a_st, b_st) \
+            if batch == 1 and epi is None else None
+        path = "blas" if rows_kern is not None else "parallel rows"
+        rows = BLAS_BLOCK_ROWS if rows_kern is not None else matmul.tile_shape(dt, M, N)[0]
+        if rows_kern is not None or \
+                (batch == 1 and 2 * M * K * N >= MATMUL_PARALLEL_FLOPS and M >= 2 * rows):
+            if rows_kern is None:
+                hook = None if epi is None else emitter(epi, dt, 5)
+                rows_kern = matmul.emit_matmul_rows(module, name, dt, M, K, N,
+                                                    a_strides=a_st, b_strides=b_st,
+                                                    epilogue=hook, extra_args=[PTR] * n_extra)
+            # blocks depend on M only, never on the thread count: same sums for any count
+            block = rows * max(1, round(M / rows / MATMUL_BLOCKS))
+            chunk = matmul.emit_rows_chunk(module, name + "_chunk", rows_kern, n_extra, M, block)
+            return _MatmulKernel(chunk, name, path, -(-M // block))
+        hook = None if epi is None else emitter(epi, dt, 3)
+        kern = matmul.emit_matmul(module, name, dt, M, K, N, a_strides=a_st, b_strides=b_st,
+                                  epilogue=hook, extra_args=[PTR] * n_extra)
+        if batch != 1 or a_bs or b_bs:
+            assert epi is None, "epilogues are planned for unbatched products only"
+            kern = matmul.emit_batched(module, name + "_b", kern, dt, batch, a_bs, b_bs, M * N)
+        return _MatmulKernel(kern, name, None, 0)
+
     def _err_cell(self, b, slots):
         return b.load(b.gep(slots, [_i64(self.err_slot)], source_etype=PTR), typ=PTR)
+
+
+def _set_slots(b, bufs, slots, arena, items, consts):
+    """``slots[k]`` for each (k, source) of ``items`` (see ``emit_kernel``)."""
+    for k, (kind, val) in items:
+        if kind == "buf":
+            p = b.load(b.gep(bufs, [_i64(val)], source_etype=PTR), typ=PTR)
+        elif kind == "const":
+            p = consts.ptr(b, val)
+        else:
+            p = b.gep(arena, [_i64(val)], source_etype=I8)
+        b.store(p, b.gep(slots, [_i64(k)], source_etype=PTR))
 
 
 def emit_kernel(module, name, seg_fn, nslots, sources, arena_bytes, consts) -> ir.Function:
@@ -377,14 +467,20 @@ def emit_kernel(module, name, seg_fn, nslots, sources, arena_bytes, consts) -> i
         arena = b.call(malloc, [_i64(arena_bytes)], name="arena")
         with b.if_then(b.icmp_unsigned("==", arena, ir.Constant(PTR, None)), likely=False):
             b.ret(ir.Constant(I32, ERR_NOMEM))      # the caller raises MemoryError
-    for k, (kind, val) in enumerate(sources):
-        if kind == "buf":
-            p = b.load(b.gep(fn.args[0], [_i64(val)], source_etype=PTR), typ=PTR)
-        elif kind == "const":
-            p = consts.ptr(b, val)
-        else:
-            p = b.gep(arena, [_i64(val)], source_etype=I8)
-        b.store(p, b.gep(slots, [_i64(k)], source_etype=PTR))
+    items = list(enumerate(sources))
+    if len(items) <= KERNEL_SLOTS:
+        _set_slots(b, fn.args[0], slots, arena, items, consts)
+    else:          # one block of thousands of stores: code generation quadratic in its length
+        null = ir.Constant(PTR, None)
+        for c in range(0, len(items), KERNEL_SLOTS):
+            part = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR]),
+                               f"{name}_slots{c // KERNEL_SLOTS}")
+            part.linkage = "internal"
+            part.attributes.add("noinline")
+            pb = ir.IRBuilder(part.append_basic_block("entry"))
+            _set_slots(pb, *part.args, items[c:c + KERNEL_SLOTS], consts)
+            pb.ret_void()
+            b.call(part, [fn.args[0], slots, null if arena is None else arena])
     rc = b.call(seg_fn, [slots])
     if arena is not None:
         free = module.globals.get("tj_free") or ir.Function(

@@ -24,7 +24,11 @@ Invariants:
   compile meanwhile; at exit queued compiles are skipped and a running one is waited for;
 - a failed hot compile is logged and leaves the base tier running;
 - ``os.fork`` waits for a running compile (so no LLVM lock is held in the child) and the child
-  starts without a worker (one is started by its first tier-up).
+  starts without a worker (one is started by its first tier-up);
+- a call never waits for a background compile: llvmlite serialises every call into LLVM, and a
+  hot compile is a few long ones (the pipeline, code generation), so while one runs
+  (:func:`compiling`) a call does not build its native entry (``api.Traced._specialize``
+  leaves that to a later call) and takes the Python path meanwhile.
 
 The worker needs the GIL for emitting IR; a foreground loop that releases and re-takes the
 GIL more often than every 5 ms without blocking (e.g. tiny calls interleaved with print) can
@@ -55,6 +59,7 @@ _worker_lock = threading.Lock()
 jit.register_fork_lock(_worker_lock)
 _jobs: queue.SimpleQueue = queue.SimpleQueue()
 _worker = None
+_running = threading.Event()       # the worker is compiling
 _stopping = False
 
 
@@ -129,8 +134,18 @@ def _work():
         if isinstance(job, threading.Event):       # wait_hot_compiles' marker
             job.set()
             continue
-        job.tier_up(wait=True)
+        _running.set()
+        try:
+            job.tier_up(wait=True)
+        finally:
+            _running.clear()
         del job
+
+
+def compiling() -> bool:
+    """Whether a hot compile is running on the background thread (holding LLVM, which runs
+    one call at a time, for most of its duration)."""
+    return _running.is_set()
 
 
 def wait_hot_compiles(timeout: float | None = None) -> bool:
@@ -160,6 +175,7 @@ def _before_fork():
 def _after_fork_in_child():
     global _worker, _jobs
     _worker, _jobs = None, queue.SimpleQueue()
+    _running.clear()
     hot_lock.release()
 
 
