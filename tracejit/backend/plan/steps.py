@@ -117,8 +117,12 @@ class FallbackStep(EqnStep):
 class Plan:
     """The result of :func:`partition`: steps in order, views, and slot owners."""
 
-    def __init__(self, graph, vector_bytes: int):
+    def __init__(self, graph, vector_bytes: int, donated=None):
         self.graph = graph
+        self.donated = dict(donated or {})  # input index -> output index that may reuse its
+                                            # buffer (loop carries, written arguments)
+        self.out_in_place: dict = {}    # output index -> input index whose buffer holds it
+                                        # (``inplace.py``; an unchanged carry: ``_finish``)
         self.vector_bytes = vector_bytes    # the target's vector register width (row fusion)
         self.steps: list = []
         self.views: dict = {}           # id(var) -> View for vars that are views

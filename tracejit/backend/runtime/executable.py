@@ -510,10 +510,14 @@ class Executable:
         native loops allocate while they run (carry double buffers, loop-body arenas) and
         ``stack_bytes_per_step``: what one step of every ``while_record`` records (its tape
         grows by that much per iteration; nested loops counted once). Stack arguments and
-        outputs have run-time sizes and count 0 in the static totals."""
+        outputs have run-time sizes and count 0 in the static totals. ``in_place_updates``:
+        values written into the buffer of a value that dies there (no copy), and
+        ``carries_in_place``: loop carries kept in one buffer (no second buffer, no copy per
+        iteration), nested loops included (``plan/inplace.py``)."""
         g = self.graph
         nbytes = lambda ty: 0 if ty.dynamic else ty.size * ty.dtype.itemsize  # noqa: E731
-        return {"argument_bytes": sum(nbytes(v.ty) for v in g.invars),
+        updates, carries = control.in_place_counts(self.emitter, self.buffers)
+        return {"in_place_updates": updates, "carries_in_place": carries,"argument_bytes": sum(nbytes(v.ty) for v in g.invars),
                 "output_bytes": sum(nbytes(v.ty) for v in g.outvars),
                 "temp_bytes": self.buffers.arena_bytes,
                 "loop_scratch_bytes": control.scratch_bytes(self.emitter),
@@ -537,7 +541,7 @@ class Executable:
                         (f" parallel({code.chunks[1]} fixed chunks)" if code.chunks else "")
                 ops = " ".join(f"{n(e.outvars[0])}={e.prim.name}" for e in step.eqns)
                 sinks = " ".join(f"{n(e.outvars[0])}={e.prim.name}" for e in step.sinks)
-                stores = " ".join(n(a) for a, _ in step.stores)
+                stores = " ".join(n(a) + self._in_place(d.base) for a, d in step.stores)
                 lines.append(head + (f": {ops}" if ops else "") +
                              (f" | reduce {sinks}" if sinks else "") +
                              (f" | store {stores}" if stores else ""))
@@ -551,14 +555,19 @@ class Executable:
             elif isinstance(step, ScatterStep):
                 p = step.eqn.params
                 lines.append(f"  scatter {n(step.eqn.outvars[0])}=scatter[{p['mode']}, "
-                             f"axis={p['axis']}]")
+                             f"axis={p['axis']}]" + self._in_place(step.eqn.outvars[0]))
             elif isinstance(step, ControlStep):
                 outs = " ".join(n(v) for v in step.eqn.outvars)
-                lines.append(f"  {outs} = {control.describe(step)}")
+                lines.append(f"  {outs} = {control.describe(step, code)}")
             else:
                 outs = " ".join(n(v) for v in step.eqn.outvars)
                 lines.append(f"  numpy {outs}={step.eqn.prim.name} (fallback)")
         return "\n".join(lines)
+
+    def _in_place(self, var) -> str:
+        """' (in place of x)' when ``var`` is written into the buffer of x (``plan/inplace``)."""
+        x = self.buffers.in_place.get(id(var))
+        return f" (in place of {self.namer(x)})" if x is not None else ""
 
 
 def compile_graph(graph) -> Executable:

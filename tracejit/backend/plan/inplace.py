@@ -1,0 +1,146 @@
+"""In-place updates: a value born where another one dies takes over that value's buffer.
+
+A step that writes a whole value ``y`` may write it into the buffer of a value ``x`` it reads
+when the old contents of ``x`` are never needed again (liveness in plan order: a read of ``x``
+itself or of any view of it by a later step, or a graph output that is ``x`` or a view of it,
+keeps ``x`` alive). Two step kinds write in place:
+
+- a ``ScatterStep`` (``x.at[idx].set/add/...``, the index writes of the mutation layer) whose
+  operand covers ``x`` whole: the copy of ``x`` is skipped and only the updates are applied;
+  its indices and updates must not read ``x`` (they are read while the buffer is written);
+- a plain ``LoopGroup`` without reductions storing ``y`` whole (the ``select(mask, new, x)``
+  of a functionalised slice write, ``A = A * 2``): every read of ``x`` in the group is at the
+  element being written (the same view as the store, never a gather's table), so an element is
+  loaded before it is overwritten and never read again.
+
+Such links chain: ``x -> y1 -> y2`` share one buffer (one *class*). The class's buffer is the
+root's: an arena temporary, or, if the chain's last value is a graph output, that output's
+buffer (the root is computed straight into it). A graph input is a root only when the plan was
+told it may reuse it (``Plan.donated``: input k's buffer may hold output j, as a loop carry's
+old and new value, or an argument the function writes) and the chain ends in that output;
+otherwise the chain's first link is dropped (that step copies, as before). Constants, NumPy
+results and stacks are never roots.
+
+``Plan.out_in_place`` (output j -> input k) lists the outputs that live in a donated input's
+buffer: the chains above, and an output that *is* the donated input (a loop carry the body
+returns unchanged: no step at all, see ``partition._finish``).
+
+Invariant: this module decides; ``buffers.plan_buffers`` gives a class one slot and
+``verify.verify_in_place`` checks that no step reads a class member after the next member's
+first write (other than the aligned reads of the writing step itself).
+"""
+from __future__ import annotations
+
+from ...ir import Literal, Var
+from .steps import FallbackStep, LoopGroup, ScatterStep, step_reads
+
+
+def covers(view, base) -> bool:
+    """Whether ``view`` reads all of ``base`` in its own memory order (``View.covers_base``)."""
+    return view.base is base and view.covers_base()
+
+
+def _bases(plan, atoms):
+    for a in atoms:
+        if not isinstance(a, Literal):
+            base = plan.view_of(a).base
+            if isinstance(base, Var):
+                yield a, base
+
+
+def _scatter_candidate(plan, step):
+    """[(x, [y])] for a scatter whose operand covers its base x and whose other operands do not
+    read x; else []."""
+    x, idx, upd = step.eqn.invars
+    y = step.eqn.outvars[0]
+    if isinstance(x, Literal):
+        return []
+    view = plan.view_of(x)
+    bx = view.base
+    if not covers(view, bx) or bx.ty.dtype != y.ty.dtype:
+        return []
+    if any(b is bx for _, b in _bases(plan, (idx, upd))):
+        return []
+    return [(bx, [y])]
+
+
+def _group_candidates(plan, step, writers):
+    """[(x, [y...])] for a plain loop group: each y stored whole here (and only here), x read
+    only at the element being stored."""
+    if type(step) is not LoopGroup or step.sinks:
+        return []
+    aligned, other = {}, set()                 # id(base) -> base read at the loop index
+    for eqn in step.eqns:
+        table = eqn.invars[0] if eqn.prim.name == "take" else None
+        for a in eqn.invars:
+            if isinstance(a, Literal) or id(a) in step.members:
+                continue
+            view = plan.view_of(a)
+            if not isinstance(view.base, Var):
+                continue
+            if a is table or not covers(view, view.base) or view.shape != step.shape:
+                other.add(id(view.base))
+            else:
+                aligned[id(view.base)] = view.base
+    for a, dst in step.stores:                 # a store of a non-member reads it too
+        if not isinstance(a, Literal) and id(a) not in step.members:
+            other.update(id(b) for _, b in _bases(plan, (a,)))
+    ys = [dst.base for a, dst in step.stores
+          if isinstance(dst.base, Var) and covers(dst, dst.base) and dst.shape == step.shape
+          and writers.get(id(dst.base)) == 1]
+    return [(bx, [y for y in ys if y is not bx and y.ty.dtype == bx.ty.dtype and
+                  y.ty.size == bx.ty.size])
+            for vid, bx in aligned.items() if vid not in other]
+
+
+def plan_in_place(plan) -> dict:
+    """id(y) -> x for every value ``y`` written into the buffer of ``x`` (module docstring);
+    also fills ``plan.out_in_place`` for the chains that end in a donated input's output."""
+    graph = plan.graph
+    end = len(plan.steps)
+    last_read, writers = {}, {}
+    for pos, step in enumerate(plan.steps):
+        for v in step.writes:
+            writers[id(v)] = writers.get(id(v), 0) + 1
+        members = step.members if isinstance(step, LoopGroup) else ()
+        for _, base in _bases(plan, [a for a in step_reads(step) if id(a) not in members]):
+            last_read[id(base)] = pos
+    for _, base in _bases(plan, graph.outvars):
+        last_read[id(base)] = end
+    for base in plan.py_outputs.values():
+        last_read[id(base)] = end
+    inputs = {id(v): k for k, v in enumerate(graph.invars)}
+    fixed = {id(v) for v in graph.constvars} | {id(v) for v, _ in plan.extra_consts}
+    links, consumed = {}, set()
+    for pos, step in enumerate(plan.steps):
+        if isinstance(step, ScatterStep):
+            pairs = _scatter_candidate(plan, step)
+        else:
+            pairs = _group_candidates(plan, step, writers)
+        for x, ys in pairs:
+            if last_read.get(id(x), -1) != pos or id(x) in fixed or x.ty.dynamic or \
+                    isinstance(plan.producer.get(id(x)), FallbackStep):
+                continue
+            ys = [y for y in ys if id(y) not in links]
+            if id(x) in inputs:                # first the output it is donated to, if here
+                j = plan.donated.get(inputs[id(x)])
+                ys.sort(key=lambda y: plan.out_aliases.get(id(y), -1) != j)
+            if ys:
+                links[id(ys[0])] = x
+                consumed.add(id(x))
+    # a chain rooted at an input must end in the output that input is donated to
+    for yid in list(links):
+        if yid in consumed:                    # not the last value of its chain
+            continue
+        chain = [yid]
+        while id(links[chain[-1]]) in links:
+            chain.append(id(links[chain[-1]]))
+        root = links[chain[-1]]
+        if id(root) not in inputs:
+            continue
+        k, j = inputs[id(root)], plan.out_aliases.get(yid)
+        if j is not None and plan.donated.get(k) == j and j not in plan.out_in_place:
+            plan.out_in_place[j] = k
+        else:
+            del links[chain[-1]]               # the first write copies the input, as before
+    return links
