@@ -191,7 +191,8 @@ def _aligned(plan, step, x, y, atom) -> bool:
         return False
     dst = [d for _, d in step.stores if d.base is y]
     return len(dst) == 1 and dst[0].shape == view.shape == step.shape and \
-        (view.offset, view.strides) == (dst[0].offset, dst[0].strides) and \
+        view.offset == dst[0].offset and view.dtype == dst[0].dtype and \
+        all(s == t for s, t, n in zip(view.strides, dst[0].strides, view.shape) if n != 1) and \
         all(a is not atom for a, _ in step.stores)
 
 
