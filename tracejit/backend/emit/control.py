@@ -15,7 +15,8 @@ Invariants:
 - a carry the body updates in place or returns unchanged (the body's plan keeps it in its input
   buffer: ``plan/inplace.py``, ``Plan.out_in_place``; the carries are donated by
   ``partition._carry_donations``) lives in one buffer, the equation's output (A), for the whole
-  loop: no copy and no second buffer. The other carries are double-buffered: A and a scratch
+  loop: no copy and no second buffer; a carry whose initial value dies here starts in that
+  value's buffer (no copy at the start either). The other carries are double-buffered: A and a scratch
   copy (B); step s reads the buffer set of parity s and writes the other one (pointer swap, no
   copy); after the loop, if the final carry sits in B it is copied to A once;
 - scan ys are written by the body straight into the stacked output at the step index; xs are
@@ -47,7 +48,7 @@ import numpy as np
 from llvmlite import ir
 
 from ...config import config, on_set
-from ...ir import Literal
+from ...ir import Literal, Var
 from ..abi import ERR_NOMEM, ERR_STACK_LENGTH, ERR_WHILE_LIMIT
 from ..plan import buffers
 from ..plan.rowfuse import RowMatvecGroup
@@ -275,6 +276,15 @@ class _Driver:
               for pa, o in zip(a, offs)]
         return a, bb
 
+    def _start_carries(self, carry_vars, a, init, first):
+        """Copy each carry's initial value (operand ``first + j``) into its A buffer, unless
+        the buffer plan put the carry in that operand's own buffer (``plan/inplace.py``)."""
+        slot_of, plan = self.em.slot_of, self.em.plan
+        for j, (v, dst, src) in enumerate(zip(carry_vars, a, init)):
+            base = plan.view_of(self.eqn.invars[first + j]).base
+            if not (isinstance(base, Var) and slot_of(base) == slot_of(v)):
+                self.memcpy(dst, src, self.nbytes(v.ty))
+
     def _loop_state(self):
         """(parity, count, next_slow): allocas; ``next_slow`` is the count at which the loop
         next takes its slow path (0: at once), see ``_slow_after``."""
@@ -336,8 +346,7 @@ class _Driver:
         b = self.b
         init = self.ins[ncc + nbc:]
         a, bb = self._carry_buffers(carry_vars, scratch, offs)
-        for v, dst, src in zip(carry_vars, a, init):
-            self.memcpy(dst, src, self.nbytes(v.ty))
+        self._start_carries(carry_vars, a, init, ncc + nbc)
         tape = None
         if record:                      # stacks: live (one byte per element), then the ys
             tape = stacks.Tape(b, self.module, self.outs[nc:],
@@ -439,8 +448,7 @@ class _Driver:
         else:
             n = _i64(length)
         a, bb = self._carry_buffers(carry_vars, scratch, offs)
-        for v, dst, src in zip(carry_vars, a, init):
-            self.memcpy(dst, src, self.nbytes(v.ty))
+        self._start_carries(carry_vars, a, init, nc)
         for i, slot in body.ins.items():
             if i < nc:
                 self.set(arr, slot, self.ins[i])

@@ -51,6 +51,7 @@ class BufferPlan:
         self.stack_slots: list = []      # slot numbers of stack temporaries (owned, freed)
         self.in_place: dict = {}         # id(var) -> the var whose buffer it is written into
         self.out_in_place: dict = {}     # output index -> input index whose buffer holds it
+        self.shared: list = []           # (var, the var owning its slot) of in-place values
 
     def add(self, var, kind, index):
         self.slot_index[id(var)] = len(self.slots)
@@ -133,6 +134,7 @@ def plan_buffers(plan) -> BufferPlan:
     for vid, (pos, v) in first_write.items():        # in plan order: roots come first
         if vid in links:
             bp.slot_index[vid] = bp.slot_index[id(links[vid])]
+            bp.shared.append((v, bp.slots[bp.slot_index[vid]].var))
     bp.err_slot = len(bp.slots)          # pointer to the call's i32 error cell
     if config.check_ir:
         verify_buffers(plan, bp)

@@ -11,7 +11,10 @@ keeps ``x`` alive). Two step kinds write in place:
 - a plain ``LoopGroup`` without reductions storing ``y`` whole (the ``select(mask, new, x)``
   of a functionalised slice write, ``A = A * 2``): every read of ``x`` in the group is at the
   element being written (the same view as the store, never a gather's table), so an element is
-  loaded before it is overwritten and never read again.
+  loaded before it is overwritten and never read again;
+- a loop (``ControlStep`` of ``while``/``scan``) whose carry starts from an operand covering
+  ``x`` that the loop reads nowhere else: the carry lives in ``x``'s buffer from the start (no
+  copy of the initial value; inside the loop the driver keeps or double-buffers it as usual).
 
 Such links chain: ``x -> y1 -> y2`` share one buffer (one *class*). The class's buffer is the
 root's: an arena temporary, or, if the chain's last value is a graph output, that output's
@@ -19,7 +22,8 @@ buffer (the root is computed straight into it). A graph input is a root only whe
 told it may reuse it (``Plan.donated``: input k's buffer may hold output j, as a loop carry's
 old and new value, or an argument the function writes) and the chain ends in that output;
 otherwise the chain's first link is dropped (that step copies, as before). Constants, NumPy
-results and stacks are never roots.
+results, values a NumPy fallback reads (its result may be a view of them) and stacks are never
+taken over.
 
 ``Plan.out_in_place`` (output j -> input k) lists the outputs that live in a donated input's
 buffer: the chains above, and an output that *is* the donated input (a loop carry the body
@@ -32,7 +36,7 @@ first write (other than the aligned reads of the writing step itself).
 from __future__ import annotations
 
 from ...ir import Literal, Var
-from .steps import FallbackStep, LoopGroup, ScatterStep, step_reads
+from .steps import ControlStep, FallbackStep, LoopGroup, ScatterStep, loop_carries, step_reads
 
 
 def covers(view, base) -> bool:
@@ -93,18 +97,42 @@ def _group_candidates(plan, step, writers):
             for vid, bx in aligned.items() if vid not in other]
 
 
+def _control_candidates(plan, step, writers):
+    """[(x, [y])] for a loop (``while``, ``while_record``, ``scan``) whose carry j starts from
+    an operand covering x that the step reads nowhere else: the carry's buffer can be x's, and
+    the loop starts without copying it (``emit/control.py``)."""
+    eqn = step.eqn
+    carries = loop_carries(eqn)
+    if carries is None:
+        return []
+    first, _, n = carries
+    found = []
+    for j in range(n):
+        a, y = eqn.invars[first + j], eqn.outvars[j]
+        if isinstance(a, Literal) or y.ty.dynamic or writers.get(id(y)) != 1:
+            continue
+        view = plan.view_of(a)
+        x = view.base
+        if covers(view, x) and x.ty.dtype == y.ty.dtype and x.ty.size == y.ty.size and \
+                sum(1 for _, b in _bases(plan, eqn.invars) if b is x) == 1:
+            found.append((x, [y]))
+    return found
+
+
 def plan_in_place(plan) -> dict:
     """id(y) -> x for every value ``y`` written into the buffer of ``x`` (module docstring);
     also fills ``plan.out_in_place`` for the chains that end in a donated input's output."""
     graph = plan.graph
     end = len(plan.steps)
-    last_read, writers = {}, {}
+    last_read, writers, lent = {}, {}, set()
     for pos, step in enumerate(plan.steps):
         for v in step.writes:
             writers[id(v)] = writers.get(id(v), 0) + 1
         members = step.members if isinstance(step, LoopGroup) else ()
         for _, base in _bases(plan, [a for a in step_reads(step) if id(a) not in members]):
             last_read[id(base)] = pos
+            if isinstance(step, FallbackStep):
+                lent.add(id(base))     # a NumPy result may be a view of its operand's memory
     for _, base in _bases(plan, graph.outvars):
         last_read[id(base)] = end
     for base in plan.py_outputs.values():
@@ -115,11 +143,13 @@ def plan_in_place(plan) -> dict:
     for pos, step in enumerate(plan.steps):
         if isinstance(step, ScatterStep):
             pairs = _scatter_candidate(plan, step)
+        elif isinstance(step, ControlStep):
+            pairs = _control_candidates(plan, step, writers)
         else:
             pairs = _group_candidates(plan, step, writers)
         for x, ys in pairs:
-            if last_read.get(id(x), -1) != pos or id(x) in fixed or x.ty.dynamic or \
-                    isinstance(plan.producer.get(id(x)), FallbackStep):
+            if last_read.get(id(x), -1) != pos or id(x) in fixed or id(x) in lent or \
+                    x.ty.dynamic or isinstance(plan.producer.get(id(x)), FallbackStep):
                 continue
             ys = [y for y in ys if id(y) not in links]
             if id(x) in inputs:                # first the output it is donated to, if here

@@ -45,7 +45,7 @@ from .sinkviews import sink_views
 from .steps import (ARG_PRIMS, REDUCE_PRIMS, ArgStep, ControlStep, EqnStep, FallbackStep,
                     LoopGroup, MatmulStep, Plan, ScanStep, ScatterStep, can_lower,
                     can_lower_arg, can_lower_arg_any, can_lower_scan, can_lower_scatter,
-                    can_lower_take, matmul_layout, step_reads, touches_stack)
+                    can_lower_take, loop_carries, matmul_layout, step_reads, touches_stack)
 from .verify import verify_plan
 from .views import VIEW_PRIMS, View, unit_reshape
 
@@ -259,13 +259,12 @@ def _carry_donations(eqn):
     """Per sub-graph of a control equation: body input -> body output of each loop carry (the
     driver may keep a carry in one buffer, ``emit/control.py``); nothing for cond branches and
     a while's cond."""
-    p, name = eqn.params, eqn.prim.name
-    if name in ("while", "while_record"):
-        nc = p["n_carry"] if name == "while_record" else len(eqn.outvars)
-        return [None, {p["n_body_consts"] + j: j for j in range(nc)}]
-    if name == "scan":
-        return [{p["n_consts"] + j: j for j in range(p["n_carry"])}]
-    return [None] * len(_subgraphs(eqn))
+    carries = loop_carries(eqn)
+    if carries is None:
+        return [None] * len(_subgraphs(eqn))
+    _, first, n = carries
+    body = {first + j: j for j in range(n)}
+    return [body] if eqn.prim.name == "scan" else [None, body]
 
 
 def _copies_ok(eqn) -> bool:

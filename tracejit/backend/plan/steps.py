@@ -98,6 +98,19 @@ class ControlStep(EqnStep):
         self.subs = subs
 
 
+def loop_carries(eqn):
+    """(operand index of the first carry's initial value, body input index of the first carry,
+    number of carries) of a ``while`` / ``while_record`` / ``scan`` equation (carry j is
+    output j and body output j); None for any other equation."""
+    p, name = eqn.params, eqn.prim.name
+    if name in ("while", "while_record"):
+        n = p["n_carry"] if name == "while_record" else len(eqn.outvars)
+        return p["n_cond_consts"] + p["n_body_consts"], p["n_body_consts"], n
+    if name == "scan":
+        return p["n_consts"], p["n_consts"], p["n_carry"]
+    return None
+
+
 class ArgStep(EqnStep):
     """argmax / argmin over a non-innermost axis (``emit/arg.py``; legality:
     :func:`can_lower_arg_any`)."""

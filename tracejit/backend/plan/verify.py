@@ -27,7 +27,7 @@ share bytes only when one is dead (last read and write) strictly before the othe
 writing it; no step after that write reads x (itself or through a view) and no graph output is
 x; the writing step itself reads x only where it writes (a scatter: as the operand covering x,
 not in its indices or updates; a loop group without reductions: at the view of the store of
-y); a chain rooted at a graph input ends in the output that input is donated to
+y; a loop: only as the initial value of carry y); a chain rooted at a graph input ends in the output that input is donated to
 (``out_in_place``).
 
 Invariant: the verifier reads the plan and never changes it; it costs one pass over the steps.
@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from ...ir import Literal, Var
 from .inplace import covers
-from .steps import FallbackStep, LoopGroup, ScatterStep, step_reads
+from .steps import ControlStep, FallbackStep, LoopGroup, ScatterStep, loop_carries, step_reads
 
 
 class PlanError(AssertionError):
@@ -185,6 +185,12 @@ def _aligned(plan, step, x, y, atom) -> bool:
         return atom is step.eqn.invars[0] and covers(view, x) and \
             not any(plan.view_of(a).base is x for a in step.eqn.invars[1:]
                     if not isinstance(a, Literal))
+    if isinstance(step, ControlStep):           # the initial value of carry y, read once
+        ins, carries = step.eqn.invars, loop_carries(step.eqn)
+        j = next(k for k, v in enumerate(step.eqn.outvars) if v is y)
+        return carries is not None and j < carries[2] and ins[carries[0] + j] is atom and \
+            covers(view, x) and \
+            sum(1 for a in ins if not isinstance(a, Literal) and plan.view_of(a).base is x) == 1
     if type(step) is not LoopGroup or step.sinks:
         return False
     if any(e.prim.name == "take" and e.invars[0] is atom for e in step.eqns):

@@ -426,6 +426,9 @@ class Executable:
                 continue
             arrays[s.var] = arr
             slots[k] = arr.ctypes.data
+        for v, owner in bp.shared:                     # written in place: the owner's buffer
+            if owner in arrays:
+                arrays[v] = arrays[owner]
 
         def operand(a):
             if isinstance(a, Literal):

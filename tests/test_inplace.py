@@ -1,0 +1,249 @@
+"""In-place updates on the llvm backend (``backend/plan/inplace.py``).
+
+A value born where its operand dies takes over the operand's buffer: scatters (``x.at[i]``,
+index writes), element-aligned loop stores (the ``select`` of a slice write), loop carries the
+body updates that way or returns unchanged. Each test shows the decision through the printed
+plan (``stage="fused"``) or ``memory_analysis()`` (never timings) and checks the values
+against the interpreter, including the hazards where the old value is still needed and the
+plan must copy. The plan verifier (on under pytest) checks every in-place write.
+"""
+import numpy as np
+import pytest
+
+import tracejit as tj
+from tracejit.backend.plan import buffers, partition
+from tracejit.backend.plan.verify import PlanError, verify_in_place
+
+
+def jit(fun):
+    return tj.jit(fun, backend="llvm")
+
+
+def same_as_interpreter(fun, *args):
+    """Run ``fun`` natively and on the interpreter (fresh argument copies each); the results
+    must agree (to rounding: native sums and math functions are not NumPy's, bit for bit).
+    Returns the native ``Traced``."""
+    f = jit(fun)
+    got = f(*[np.copy(a) if isinstance(a, np.ndarray) else a for a in args])
+    want = tj.jit(fun, backend="interpret")(*[np.copy(a) if isinstance(a, np.ndarray) else a
+                                              for a in args])
+    for g, w in zip(tj.tree.tree_leaves(got), tj.tree.tree_leaves(want)):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+    return f
+
+
+def plan_of(f, *args):
+    return f.ir(*args, stage="fused")
+
+
+def memory(f, *args):
+    return f.memory_analysis(*args)
+
+
+X = np.random.default_rng(0).standard_normal(50)
+M = np.random.default_rng(1).standard_normal((40, 30))
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. one update in place of a dead operand
+
+def test_scatter_chain_on_a_temporary_is_in_place():
+    def f(x, i, v):
+        y = x * 2
+        y = y.at[i].set(v)
+        return y.at[i + 1].add(v)
+    f_ = same_as_interpreter(f, X, 3, 1.5)
+    text = plan_of(f_, X, 3, 1.5)
+    assert text.count("(in place of") == 2, text
+    assert memory(f_, X, 3, 1.5)["in_place_updates"] == 2
+
+
+def test_old_value_read_after_the_update_is_copied():
+    def f(x, i, v):
+        y = x * 2
+        z = y.at[i].set(v)
+        return z * y                  # y's old value is read after z is written
+    f_ = same_as_interpreter(f, X, 3, 1.5)
+    assert "scatter" in plan_of(f_, X, 3, 1.5)
+    assert "in place of" not in plan_of(f_, X, 3, 1.5).split("scatter", 1)[1].splitlines()[0]
+
+
+def test_a_view_of_the_operand_read_later_keeps_it_alive():
+    def f(x, i, v):
+        y = x * 2
+        t = y[1:4]                    # a view of y, read after the scatter by the sum
+        z = y.at[i].set(v)
+        return z, np.sum(t * 3.0), y.reshape(5, 10)
+    f_ = same_as_interpreter(f, X, 2, 9.0)
+    line = [s for s in plan_of(f_, X, 2, 9.0).splitlines() if "scatter" in s][0]
+    assert "in place of" not in line
+
+
+def test_indices_or_updates_reading_the_operand_are_not_in_place():
+    def f(x, i):
+        y = x * 2
+        return y.at[i].set(y[::-1][:3])      # the updates read the buffer being written
+    f_ = same_as_interpreter(f, X, np.array([0, 1, 2]))
+    line = [s for s in plan_of(f_, X, np.array([0, 1, 2])).splitlines() if "scatter" in s][0]
+    assert "in place of" not in line
+
+
+def test_slice_write_into_a_created_array_is_in_place():
+    def f(x):
+        out = np.zeros_like(x)
+        out[1:-1] = x[:-2] + x[2:]
+        out[0] = x[0]
+        y = out * 1.5
+        y[2:5] = 0.0
+        return y
+    f_ = same_as_interpreter(f, X)
+    assert "(in place of" in plan_of(f_, X)
+
+
+def test_an_input_is_never_written_without_donation():
+    def f(x, i):
+        return x.at[i].set(0.0)
+    x = X.copy()
+    f_ = same_as_interpreter(f, x, 4)
+    f_(x, 4)
+    np.testing.assert_array_equal(x, X)
+    assert "in place of" not in plan_of(f_, x, 4)
+
+
+def test_graph_output_is_computed_in_its_output_buffer():
+    def f(x, i):
+        y = np.sin(x)
+        return y.at[i].set(1.0).reshape(5, 10)
+    f_ = same_as_interpreter(f, X, 7)
+    assert memory(f_, X, 7)["temp_bytes"] < X.nbytes     # sin(x) went straight to the output
+    assert "(in place of" in plan_of(f_, X, 7)
+
+
+def test_verifier_rejects_a_read_after_an_in_place_write():
+    def f(x, i, v):
+        y = x * 2
+        z = y.at[i].set(v)
+        return z, y[::-1] + 1.0          # y read (reversed) after z is written
+    graph = tj.make_ir(f)(X, 3, 1.5)
+    plan = partition.partition(graph, 32)
+    bp = buffers.plan_buffers(plan)
+    scatter = [s for s in plan.steps if s.kind == "scatter"][0]
+    y, z = plan.view_of(scatter.eqn.invars[0]).base, scatter.eqn.outvars[0]
+    assert not bp.in_place
+    bp.in_place[id(z)] = y                          # force the unsafe decision
+    bp.slot_index[id(z)] = bp.slot_index[id(y)]
+    with pytest.raises(PlanError, match="old value"):
+        verify_in_place(plan, bp)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. loop carries
+
+def test_fori_loop_carry_updated_by_one_element_stays_in_one_buffer():
+    def f(a, n):
+        def body(i, a):
+            return a.at[i, 0].set(a[i, 1] * 2.0 + i)
+        return tj.fori_loop(0, n, body, a)
+    f_ = same_as_interpreter(f, M, 30)          # while (traced bound)
+    mem = memory(f_, M, 30)
+    assert mem["carries_in_place"] == 2 and mem["loop_scratch_bytes"] < M.nbytes, mem
+    assert "carried in place" in plan_of(f_, M, 30)
+
+    def g(a):
+        return f(a, 30)
+    g_ = same_as_interpreter(g, M)              # scan (static bound)
+    assert memory(g_, M)["loop_scratch_bytes"] < M.nbytes
+    assert memory(g_, M)["carries_in_place"] >= 1
+
+
+def test_unchanged_carry_is_not_copied():
+    def f(a, n):
+        def body(i, c):
+            a, s = c
+            return a, s + a[i % 40, i % 30]
+        return tj.fori_loop(0, n, body, (a, 0.0))
+    f_ = same_as_interpreter(f, M, 100)
+    mem = memory(f_, M, 100)
+    assert mem["carries_in_place"] == 3 and mem["loop_scratch_bytes"] < M.nbytes, mem
+    assert "2 steps" in plan_of(f_, M, 100)     # no copy step for the unchanged carry
+
+
+def test_update_whose_old_carry_is_also_returned_double_buffers():
+    def f(a, n):
+        def body(i, c):
+            a, prev = c
+            return a.at[i].set(a[i] + 1.0), a  # the old carry survives the update
+        return tj.fori_loop(0, n, body, (a, a * 0))
+    f_ = same_as_interpreter(f, X, 20)
+    assert memory(f_, X, 20)["loop_scratch_bytes"] >= 2 * X.nbytes
+
+
+def test_old_carry_read_after_the_update_double_buffers():
+    def f(a, n):
+        def body(i, a):
+            b = a.at[i].set(0.0)
+            return b + a[::-1]            # reads the old a after b is written
+        return tj.fori_loop(0, n, body, a)
+    f_ = same_as_interpreter(f, X, 7)
+    assert memory(f_, X, 7)["loop_scratch_bytes"] >= X.nbytes
+
+
+def test_swapped_carries_are_copied():
+    def f(a, b, n):
+        return tj.fori_loop(0, n, lambda i, c: (c[1].at[i].add(1.0), c[0]), (a, b))
+    same_as_interpreter(f, X, X[::-1].copy(), 9)
+
+
+def test_while_loop_and_scan_carries_in_place():
+    def w(a):
+        def cond(c):
+            return c[0] < 25
+        def body(c):
+            i, a = c
+            return i + 1, a.at[i].set(a[i - 1] * 0.5 + 1.0)
+        return tj.while_loop(cond, body, (1, a))
+    w_ = same_as_interpreter(w, X)
+    assert memory(w_, X)["carries_in_place"] == 2
+
+    def s(a, xs):
+        def step(a, x):
+            a = a.at[0].add(x[0])
+            return a, a[:3] * x[1]        # ys written row by row into the stacked output
+        return tj.scan(step, a, xs)
+    xs = np.random.default_rng(2).standard_normal((12, 2))
+    s_ = same_as_interpreter(s, X, xs)
+    assert memory(s_, X, xs)["carries_in_place"] == 1
+
+
+def cholesky(a):
+    """Element-wise Cholesky (lower) as nested fori_loops with .at[] updates."""
+    n = a.shape[0]
+
+    def row(i, L):
+        def col(j, L):
+            s = np.sum(np.where(np.arange(n) < j, L[i] * L[j], 0.0))
+            v = np.where(i == j, np.sqrt(np.abs(a[i, i] - s)), (a[i, j] - s) / L[j, j])
+            return L.at[i, j].set(np.where(j <= i, v, 0.0))
+        return tj.fori_loop(0, n, col, L)
+    return tj.fori_loop(0, n, row, np.zeros_like(a))
+
+
+def test_elementwise_cholesky_in_place():
+    r = np.random.default_rng(3).standard_normal((12, 12))
+    a = r @ r.T + 12 * np.eye(12)
+    f = jit(cholesky)
+    np.testing.assert_allclose(f(a), np.linalg.cholesky(a), rtol=1e-12, atol=1e-12)
+    same_as_interpreter(cholesky, a)
+    mem = memory(f, a)
+    assert mem["carries_in_place"] >= 2 and mem["loop_scratch_bytes"] < a.nbytes, mem
+
+
+def test_carry_in_place_after_an_error_in_the_body():
+    def f(a, idx):
+        def body(i, a):
+            return a.at[idx[i]].set(1.0)
+        return tj.fori_loop(0, 3, body, a)
+    f_ = jit(f)
+    with pytest.raises(IndexError):
+        f_(X, np.array([0, 1, 99]))
+    same_as_interpreter(f, X, np.array([0, 1, 2]))
