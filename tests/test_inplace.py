@@ -247,3 +247,121 @@ def test_carry_in_place_after_an_error_in_the_body():
     with pytest.raises(IndexError):
         f_(X, np.array([0, 1, 99]))
     same_as_interpreter(f, X, np.array([0, 1, 2]))
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. arguments the function writes into
+
+def stencil(a, b):
+    for _ in range(3):
+        b[1:-1] = 0.33 * (a[:-2] + a[1:-1] + a[2:])
+        a[1:-1] = 0.33 * (b[:-2] + b[1:-1] + b[2:])
+
+
+def run_numpy(fun, *args):
+    args = [np.copy(a) for a in args]
+    out = fun(*args)
+    return out, args
+
+
+def test_stencil_writes_its_arguments_in_place():
+    a, b = np.random.default_rng(4).random((2, 200))
+    f = jit(stencil)
+    want_out, (wa, wb) = run_numpy(stencil, a, b)
+    ga, gb = a.copy(), b.copy()
+    assert f(ga, gb) is None
+    np.testing.assert_allclose(ga, wa, rtol=1e-14)
+    np.testing.assert_allclose(gb, wb, rtol=1e-14)
+    exe = f.lower(a, b).executable
+    assert exe.buffers.out_in_place == {0: 0, 1: 1}
+    text = plan_of(f, a, b)
+    assert "(in place of a)" in text and "(in place of b)" in text, text
+    xa, xb = a.copy(), b.copy()                    # the kernel itself writes the arguments
+    outs = exe([xa, xb])
+    assert outs[0] is xa and outs[1] is xb
+    np.testing.assert_allclose(xa, wa, rtol=1e-14)
+
+
+def test_written_argument_returned_is_the_callers_array():
+    def f(x, i):
+        x[i] = 7.0
+        x *= 2
+        return x, x.sum()
+    x = X.copy()
+    out, s = jit(f)(x, 3)
+    want, (wx, _) = run_numpy(f, X, 3)
+    assert out is x
+    np.testing.assert_array_equal(x, wx)
+    np.testing.assert_allclose(s, want[1], rtol=1e-13)
+
+
+def test_error_after_a_write_leaves_the_argument_untouched():
+    def f(a, b, idx):
+        a[1:-1] = a[:-2] * 2.0              # NumPy writes a, then fails on b[idx]
+        return b[idx]
+    f_ = jit(f)
+    a = X.copy()
+    assert f_.lower(a, X, 3).executable.buffers.out_in_place == {}   # copied back after
+    with pytest.raises(IndexError):
+        f_(a, X, 99)
+    np.testing.assert_array_equal(a, X)     # (NumPy would have written it: never more)
+    out = f_(a, X, 3)
+    _, (wa, _, _) = run_numpy(f, X, X, 3)
+    np.testing.assert_array_equal(a, wa)
+    assert out == X[3]
+
+
+def test_error_before_any_write_leaves_the_argument_untouched():
+    def f(a, idx):
+        v = a[idx]                          # checked before a is written in place
+        a[0] = 5.0
+        a[1:] *= 3.0
+        return v
+    f_ = jit(f)
+    a = X.copy()
+    assert f_.lower(a, 3).executable.buffers.out_in_place == {1: 0}   # output 1: new a
+    with pytest.raises(IndexError):
+        f_(a, 99)
+    np.testing.assert_array_equal(a, X)
+    assert f_(a, 3) == X[3]
+    _, (wa, _) = run_numpy(f, X, 3)
+    np.testing.assert_array_equal(a, wa)
+
+
+def test_all_written_arguments_in_place_or_none():
+    def f(a, b, n):
+        a *= 2.0                                     # could be in place...
+        b += tj.fori_loop(0, n, lambda i, s: s + a, np.zeros_like(b))   # ...but a loop can stop
+        return None
+    f_ = jit(f)
+    a, b = X.copy(), X.copy()
+    exe = f_.lower(a, b, 3).executable
+    assert exe.buffers.out_in_place == {} and not any(s.atomic for s in exe.plan.steps)
+    f_(a, b, 3)
+    _, (wa, wb, _) = run_numpy(f, X, X, 3)
+    np.testing.assert_array_equal(a, wa)
+    np.testing.assert_allclose(b, wb, rtol=1e-14)
+
+
+def test_steps_after_an_argument_write_never_stop_halfway():
+    def f(a):
+        a[1:-1] = a[:-2] + a[2:]
+        a *= 0.5
+    f_ = jit(f)
+    exe = f_.lower(X).executable
+    assert exe.buffers.out_in_place == {0: 0}
+    first = min(k for k, s in enumerate(exe.plan.steps) if s.atomic)
+    assert all(s.atomic for s in exe.plan.steps[first:])
+
+
+def test_non_contiguous_or_converted_written_argument_is_copied_back():
+    def f(a):
+        a[0] = -1.0
+        a *= 3.0
+    big = np.arange(40.0)
+    view = big[::2]                                 # the kernel writes a contiguous copy
+    jit(f)(view)
+    want = np.arange(40.0)
+    want[::2][0] = -1.0
+    want[::2] *= 3.0
+    np.testing.assert_array_equal(big, want)

@@ -25,6 +25,17 @@ otherwise the chain's first link is dropped (that step copies, as before). Const
 results, values a NumPy fallback reads (its result may be a view of them) and stacks are never
 taken over.
 
+When the donated inputs are the caller's arguments (``Plan.arguments``: a function that writes
+into its arguments, ``api.WriteBack``), an error or Ctrl-C after an argument was written in
+place would leave it half-written where NumPy raised before writing. So a chain rooted at an
+argument is kept only if no step from its first write on can stop the call (``_may_stop``; the
+first write may be a scatter, which checks every index before writing), and those steps are
+marked ``Step.atomic`` (their loops do not poll for Ctrl-C: a Ctrl-C is raised when the call
+returns, with every write done, as NumPy raises it between statements). It is all or none: if
+one written argument must be copied back after the call (``WriteBack.write_back``), all are,
+so that a Ctrl-C arriving as the call returns never finds some arguments written by the kernel
+and others not yet.
+
 ``Plan.out_in_place`` (output j -> input k) lists the outputs that live in a donated input's
 buffer: the chains above, and an output that *is* the donated input (a loop carry the body
 returns unchanged: no step at all, see ``partition._finish``).
@@ -36,7 +47,8 @@ first write (other than the aligned reads of the writing step itself).
 from __future__ import annotations
 
 from ...ir import Literal, Var
-from .steps import ControlStep, FallbackStep, LoopGroup, ScatterStep, loop_carries, step_reads
+from .steps import (ControlStep, FallbackStep, LoopGroup, ScanStep, ScatterStep, loop_carries,
+                    step_reads)
 
 
 def covers(view, base) -> bool:
@@ -140,6 +152,7 @@ def plan_in_place(plan) -> dict:
     inputs = {id(v): k for k, v in enumerate(graph.invars)}
     fixed = {id(v) for v in graph.constvars} | {id(v) for v, _ in plan.extra_consts}
     links, consumed = {}, set()
+    donated = {id(graph.invars[k]) for k in plan.donated}
     for pos, step in enumerate(plan.steps):
         if isinstance(step, ScatterStep):
             pairs = _scatter_candidate(plan, step)
@@ -147,6 +160,7 @@ def plan_in_place(plan) -> dict:
             pairs = _control_candidates(plan, step, writers)
         else:
             pairs = _group_candidates(plan, step, writers)
+        pairs.sort(key=lambda pair: _root(links, pair[0]) not in donated)  # extend those first
         for x, ys in pairs:
             if last_read.get(id(x), -1) != pos or id(x) in fixed or id(x) in lent or \
                     x.ty.dynamic or isinstance(plan.producer.get(id(x)), FallbackStep):
@@ -158,7 +172,11 @@ def plan_in_place(plan) -> dict:
             if ys:
                 links[id(ys[0])] = x
                 consumed.add(id(x))
-    # a chain rooted at an input must end in the output that input is donated to
+    # a chain rooted at an input must end in the output that input is donated to; a caller's
+    # argument is written only if nothing after the first write can stop the call
+    pos_of = {id(s): k for k, s in enumerate(plan.steps)}
+    stops = [k for k, s in enumerate(plan.steps) if _may_stop(s)] if plan.arguments else []
+    first, accepted = end, []
     for yid in list(links):
         if yid in consumed:                    # not the last value of its chain
             continue
@@ -169,8 +187,38 @@ def plan_in_place(plan) -> dict:
         if id(root) not in inputs:
             continue
         k, j = inputs[id(root)], plan.out_aliases.get(yid)
-        if j is not None and plan.donated.get(k) == j and j not in plan.out_in_place:
+        w = pos_of[id(plan.producer[chain[-1]])]
+        safe = all(p < w or p == w and isinstance(plan.steps[w], ScatterStep) for p in stops)
+        if j is not None and plan.donated.get(k) == j and j not in plan.out_in_place and safe:
             plan.out_in_place[j] = k
+            accepted.append((chain[-1], j))
+            first = min(first, w)
         else:
             del links[chain[-1]]               # the first write copies the input, as before
+    if plan.arguments and accepted:
+        if set(plan.donated.values()) - set(plan.out_in_place):   # all or none (see above)
+            for yid, j in accepted:
+                del links[yid]
+                del plan.out_in_place[j]
+        else:
+            for step in plan.steps[first:]:
+                step.atomic = True
     return links
+
+
+def _root(links, x) -> int:
+    """id of the value whose buffer ``x`` is in (``x``'s own id if it has its own)."""
+    while id(x) in links:
+        x = links[id(x)]
+    return id(x)
+
+
+def _may_stop(step) -> bool:
+    """Whether a step can end a call halfway: an error it detects (an index out of range, a
+    failed check, no memory), a NumPy fallback, a loop's Ctrl-C poll or iteration cap. A plain
+    loop group without gathers, checks or reductions cannot (its Ctrl-C poll is off when
+    ``Step.atomic``), nor can a cumulative sum or product; a scatter checks every index before
+    it writes anything."""
+    if type(step) is LoopGroup:
+        return bool(step.sinks) or any(e.prim.name in ("take", "check") for e in step.eqns)
+    return not isinstance(step, ScanStep)

@@ -81,12 +81,12 @@ def _place_in_loop(plan: Plan, eqn, shape, operands, last_by_shape) -> LoopGroup
     return g
 
 
-def partition(graph, vector_bytes: int, donated=None) -> Plan:
+def partition(graph, vector_bytes: int, donated=None, arguments=False) -> Plan:
     """Assign every equation of ``graph`` to a step (see the module docstring); the target's
     vector register width (``vector_bytes``) is the one fact about the machine planning reads.
     ``donated`` (input index -> output index): inputs whose buffer the caller lets that output
-    reuse (``Plan.donated``, ``inplace.py``)."""
-    plan = Plan(sink_views(graph), vector_bytes, donated)   # views of computed values sunk
+    reuse; ``arguments``: they are the caller's arrays (``Plan.donated``, ``inplace.py``)."""
+    plan = Plan(sink_views(graph), vector_bytes, donated, arguments)   # views of values sunk
     graph = plan.graph
     last_by_shape: dict = {}
     for eqn in graph.eqns:

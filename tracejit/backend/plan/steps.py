@@ -46,6 +46,8 @@ class Step:
         self.index = index
         self.preds: set = set()
         self.writes: list = []          # materialised vars this step defines (fully or partly)
+        self.atomic = False             # must not stop halfway (no Ctrl-C poll): it runs after
+                                        # a caller's argument was written in place (inplace.py)
 
 
 class LoopGroup(Step):
@@ -130,10 +132,12 @@ class FallbackStep(EqnStep):
 class Plan:
     """The result of :func:`partition`: steps in order, views, and slot owners."""
 
-    def __init__(self, graph, vector_bytes: int, donated=None):
+    def __init__(self, graph, vector_bytes: int, donated=None, arguments=False):
         self.graph = graph
         self.donated = dict(donated or {})  # input index -> output index that may reuse its
                                             # buffer (loop carries, written arguments)
+        self.arguments = arguments      # the donated inputs are the caller's arrays: once one is
+                                        # written, nothing may stop the call (inplace.py)
         self.out_in_place: dict = {}    # output index -> input index whose buffer holds it
                                         # (``inplace.py``; an unchanged carry: ``_finish``)
         self.vector_bytes = vector_bytes    # the target's vector register width (row fusion)

@@ -170,15 +170,22 @@ class _Code(NamedTuple):
 
 
 class Executable:
-    """A compiled graph. Call with a list of arrays (the graph's input dtypes/shapes)."""
+    """A compiled graph. Call with a list of arrays (the graph's input dtypes/shapes).
+
+    A graph that writes into its arguments (``Graph.writes``) may update those arrays in place:
+    then the returned output j *is* the array given as input k (``BufferPlan.out_in_place``),
+    changed by the call."""
 
     def __init__(self, graph):
         t0 = time.perf_counter()
         _register_libc()
         interrupt.install()            # Ctrl-C stops long loops (main thread, Linux)
         self.graph = graph
+        # a function writing into its arguments: each may hold its new value (plan/inplace.py)
+        donated = None if any(v.ty.dynamic for v in (*graph.invars, *graph.outvars)) else \
+            dict(graph.writes)
         with compiler_stage("fusion planning (backend/plan/partition.py)", graph):
-            self.plan = partition.partition(graph, vector_bytes())
+            self.plan = partition.partition(graph, vector_bytes(), donated, arguments=True)
         with compiler_stage("buffer planning (backend/plan/buffers.py)", self.plan.graph):
             self.buffers = buffers.plan_buffers(self.plan)
         self.namer = graph_namer(graph)
@@ -218,6 +225,7 @@ class Executable:
         self._stack_outs = [s.index for s in bp.slots if s.kind == "out" and s.var.ty.dynamic]
         self.entry_ok = self.native and not self._stack_io     # pyabi entries: static shapes
         self._out_specs = [(v.ty.dtype, v.ty.shape) for v in graph.outvars]
+        self._in_place_outs = tuple(bp.out_in_place.items())
         self._nbufs = len(graph.invars) + len(graph.outvars)
         self._buf_t = ctypes.c_void_p * max(1, self._nbufs)
         self._slots_t = ctypes.c_void_p * (len(bp.slots) + 1)
@@ -345,6 +353,8 @@ class Executable:
             return self._call_with_stacks(args)
         args = [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in args]
         outs = [np.empty(shape, dt) for dt, shape in self._out_specs]
+        for j, k in self._in_place_outs:        # the kernel writes argument k as output j
+            outs[j] = args[k]
         if self.native:
             data = _data_ptr
             bufs = self._buf_t(*[data(a) for a in args], *[data(o) for o in outs])
