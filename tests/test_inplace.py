@@ -149,6 +149,10 @@ def test_fori_loop_carry_updated_by_one_element_stays_in_one_buffer():
     assert mem["carries_in_place"] == 2 and mem["loop_scratch_bytes"] < M.nbytes, mem
     assert "carried in place" in plan_of(f_, M, 30)
 
+    exe = f_.lower(M, 30).executable
+    if exe.tier_up():                           # the hot tier plans the loop's buffers again
+        np.testing.assert_array_equal(f_(M, 30), tj.jit(f, backend="interpret")(M, 30))
+
     def g(a):
         return f(a, 30)
     g_ = same_as_interpreter(g, M)              # scan (static bound)

@@ -93,8 +93,8 @@ def plan_buffers(plan) -> BufferPlan:
             first_write.setdefault(id(v), (pos, v))
         for base in _reads(plan, step):
             last_read[id(base)] = pos
-    bp.in_place = links = plan_in_place(plan)
-    bp.out_in_place = dict(plan.out_in_place)
+    bp.in_place, bp.out_in_place = plan_in_place(plan)
+    links = bp.in_place
     root_out = {}                        # id(chain root) -> output index of the chain's end
     for vid in links:
         root = links[vid]

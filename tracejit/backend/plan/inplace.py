@@ -28,7 +28,7 @@ taken over.
 When the donated inputs are the caller's arguments (``Plan.arguments``: a function that writes
 into its arguments, ``api.WriteBack``), an error or Ctrl-C after an argument was written in
 place would leave it half-written where NumPy raised before writing. So a chain rooted at an
-argument is kept only if no step from its first write on can stop the call (``_may_stop``; the
+argument is kept only if no step from its first write on can stop the call (``may_stop``; the
 first write may be a scatter, which checks every index before writing), and those steps are
 marked ``Step.atomic`` (their loops do not poll for Ctrl-C: a Ctrl-C is raised when the call
 returns, with every write done, as NumPy raises it between statements). It is all or none: if
@@ -36,11 +36,12 @@ one written argument must be copied back after the call (``WriteBack.write_back`
 so that a Ctrl-C arriving as the call returns never finds some arguments written by the kernel
 and others not yet.
 
-``Plan.out_in_place`` (output j -> input k) lists the outputs that live in a donated input's
-buffer: the chains above, and an output that *is* the donated input (a loop carry the body
-returns unchanged: no step at all, see ``partition._finish``).
+``BufferPlan.out_in_place`` (output j -> input k) lists the outputs that live in a donated
+input's buffer: the chains above, and (``Plan.out_in_place``) an output that *is* the donated
+input (a loop carry the body returns unchanged: no step at all, see ``partition._finish``).
 
-Invariant: this module decides; ``buffers.plan_buffers`` gives a class one slot and
+Invariant: this module decides (reading the plan, changing only ``Step.atomic``: buffers are
+planned again for each tier); ``buffers.plan_buffers`` gives a class one slot and
 ``verify.verify_in_place`` checks that no step reads a class member after the next member's
 first write (other than the aligned reads of the writing step itself).
 """
@@ -131,10 +132,14 @@ def _control_candidates(plan, step, writers):
     return found
 
 
-def plan_in_place(plan) -> dict:
-    """id(y) -> x for every value ``y`` written into the buffer of ``x`` (module docstring);
-    also fills ``plan.out_in_place`` for the chains that end in a donated input's output."""
+def plan_in_place(plan) -> tuple:
+    """(id(y) -> x for every value ``y`` written into the buffer of ``x``, output j -> input k
+    for every output in a donated input's buffer: ``plan.out_in_place`` and the chains that
+    end there); see the module docstring. Marks ``Step.atomic``; the same answer every time."""
     graph = plan.graph
+    out_in_place = dict(plan.out_in_place)
+    for step in plan.steps:
+        step.atomic = False
     end = len(plan.steps)
     last_read, writers, lent = {}, {}, set()
     for pos, step in enumerate(plan.steps):
@@ -175,7 +180,7 @@ def plan_in_place(plan) -> dict:
     # a chain rooted at an input must end in the output that input is donated to; a caller's
     # argument is written only if nothing after the first write can stop the call
     pos_of = {id(s): k for k, s in enumerate(plan.steps)}
-    stops = [k for k, s in enumerate(plan.steps) if _may_stop(s)] if plan.arguments else []
+    stops = [k for k, s in enumerate(plan.steps) if may_stop(s)] if plan.arguments else []
     first, accepted = end, []
     for yid in list(links):
         if yid in consumed:                    # not the last value of its chain
@@ -189,21 +194,21 @@ def plan_in_place(plan) -> dict:
         k, j = inputs[id(root)], plan.out_aliases.get(yid)
         w = pos_of[id(plan.producer[chain[-1]])]
         safe = all(p < w or p == w and isinstance(plan.steps[w], ScatterStep) for p in stops)
-        if j is not None and plan.donated.get(k) == j and j not in plan.out_in_place and safe:
-            plan.out_in_place[j] = k
+        if j is not None and plan.donated.get(k) == j and j not in out_in_place and safe:
+            out_in_place[j] = k
             accepted.append((chain[-1], j))
             first = min(first, w)
         else:
             del links[chain[-1]]               # the first write copies the input, as before
     if plan.arguments and accepted:
-        if set(plan.donated.values()) - set(plan.out_in_place):   # all or none (see above)
+        if set(plan.donated.values()) - set(out_in_place):   # all or none (see above)
             for yid, j in accepted:
                 del links[yid]
-                del plan.out_in_place[j]
+                del out_in_place[j]
         else:
             for step in plan.steps[first:]:
                 step.atomic = True
-    return links
+    return links, out_in_place
 
 
 def _root(links, x) -> int:
@@ -213,7 +218,7 @@ def _root(links, x) -> int:
     return id(x)
 
 
-def _may_stop(step) -> bool:
+def may_stop(step) -> bool:
     """Whether a step can end a call halfway: an error it detects (an index out of range, a
     failed check, no memory), a NumPy fallback, a loop's Ctrl-C poll or iteration cap. A plain
     loop group without gathers, checks or reductions cannot (its Ctrl-C poll is off when

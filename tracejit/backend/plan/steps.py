@@ -138,8 +138,8 @@ class Plan:
                                             # buffer (loop carries, written arguments)
         self.arguments = arguments      # the donated inputs are the caller's arrays: once one is
                                         # written, nothing may stop the call (inplace.py)
-        self.out_in_place: dict = {}    # output index -> input index whose buffer holds it
-                                        # (``inplace.py``; an unchanged carry: ``_finish``)
+        self.out_in_place: dict = {}    # output index -> the donated input it is, unchanged
+                                        # (``_finish``; chains: ``BufferPlan.out_in_place``)
         self.vector_bytes = vector_bytes    # the target's vector register width (row fusion)
         self.steps: list = []
         self.views: dict = {}           # id(var) -> View for vars that are views

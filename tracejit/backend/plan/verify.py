@@ -23,19 +23,23 @@ step reads has a slot; arena blocks lie inside the arena, 64-byte aligned, and t
 share bytes only when one is dead (last read and write) strictly before the other is written.
 
 ``verify_in_place`` (part of ``verify_buffers``): a value written into another's buffer
-(``BufferPlan.in_place``: y takes x's buffer) shares x's slot; its first write is the only step
-writing it; no step after that write reads x (itself or through a view) and no graph output is
-x; the writing step itself reads x only where it writes (a scatter: as the operand covering x,
-not in its indices or updates; a loop group without reductions: at the view of the store of
-y; a loop: only as the initial value of carry y); a chain rooted at a graph input ends in the output that input is donated to
-(``out_in_place``).
+(``BufferPlan.in_place``: y takes x's buffer) shares x's slot, and only such values share a
+slot; its first write is the only step writing it; no step after that write reads x (itself or
+through a view) and no graph output is x; the writing step itself reads x only where it writes
+(a scatter: as the operand covering x, not in its indices or updates; a loop group without
+reductions: at the view of the store of y; a loop: only as the initial value of carry y); a
+chain rooted at a graph input ends in the output that input is donated to (``out_in_place``),
+and when the inputs are the caller's arguments, every step from the first write into one on is
+``atomic`` and cannot stop the call (but a scatter making that first write: it checks its
+indices before writing).
 
-Invariant: the verifier reads the plan and never changes it; it costs one pass over the steps.
+Invariant: the verifier reads the plan and never changes it; it costs a few passes over the
+steps.
 """
 from __future__ import annotations
 
 from ...ir import Literal, Var
-from .inplace import covers
+from .inplace import may_stop, covers
 from .steps import ControlStep, FallbackStep, LoopGroup, ScatterStep, loop_carries, step_reads
 
 
@@ -244,6 +248,12 @@ def verify_in_place(plan, bp) -> None:
                               bp.out_in_place.get(j) != k):
             raise PlanError(f"{_what(owner)} writes into a graph input that is not "
                             f"donated to the value it computes")
+        if k is not None and plan.arguments and x is root:     # the argument's first write
+            for step in plan.steps[w:]:
+                if not step.atomic or (may_stop(step) and not
+                                       (step is owner and isinstance(step, ScatterStep))):
+                    raise PlanError(f"{_what(step)} can stop the call after {_what(owner)} "
+                                    f"wrote an argument in place")
 
 
 def _check_arena(bp, first, last):

@@ -530,7 +530,8 @@ class Executable:
         g = self.graph
         nbytes = lambda ty: 0 if ty.dynamic else ty.size * ty.dtype.itemsize  # noqa: E731
         updates, carries = control.in_place_counts(self.emitter, self.buffers)
-        return {"in_place_updates": updates, "carries_in_place": carries,"argument_bytes": sum(nbytes(v.ty) for v in g.invars),
+        return {"in_place_updates": updates, "carries_in_place": carries,
+                "argument_bytes": sum(nbytes(v.ty) for v in g.invars),
                 "output_bytes": sum(nbytes(v.ty) for v in g.outvars),
                 "temp_bytes": self.buffers.arena_bytes,
                 "loop_scratch_bytes": control.scratch_bytes(self.emitter),
