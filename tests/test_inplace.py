@@ -220,15 +220,17 @@ def test_while_loop_and_scan_carries_in_place():
 
 
 def cholesky(a):
-    """Element-wise Cholesky (lower) as nested fori_loops with .at[] updates."""
+    """Element-wise Cholesky (lower): a fori_loop over rows around a while loop (traced bound)
+    over the row's columns, each writing one element with .at[]."""
     n = a.shape[0]
+    idx = np.arange(n)
 
-    def row(i, L):
-        def col(j, L):
-            s = np.sum(np.where(np.arange(n) < j, L[i] * L[j], 0.0))
-            v = np.where(i == j, np.sqrt(np.abs(a[i, i] - s)), (a[i, j] - s) / L[j, j])
-            return L.at[i, j].set(np.where(j <= i, v, 0.0))
-        return tj.fori_loop(0, n, col, L)
+    def row(i, low):
+        def entry(j, low):
+            s = np.dot(low[i], np.where(idx < j, low[j], 0.0))
+            diag = np.sqrt(np.abs(a[i, i] - s))
+            return low.at[i, j].set(np.where(i == j, diag, (a[i, j] - s) / low[j, j]))
+        return tj.fori_loop(0, i + 1, entry, low)
     return tj.fori_loop(0, n, row, np.zeros_like(a))
 
 
