@@ -371,3 +371,19 @@ def test_non_contiguous_or_converted_written_argument_is_copied_back():
     want[::2][0] = -1.0
     want[::2] *= 3.0
     np.testing.assert_array_equal(big, want)
+
+
+def test_unchanged_carry_reads_its_argument_without_a_copy():
+    def f(a, n):
+        return tj.fori_loop(0, n, lambda i, c: (c[0], c[1] + c[0][i % 40, 0]), (a, 0.0))[1]
+    f_ = same_as_interpreter(f, M, 50)
+    mem = memory(f_, M, 50)
+    assert mem["temp_bytes"] + mem["loop_scratch_bytes"] < M.nbytes, mem   # a's buffer, read
+
+    def g(a, n):                    # the same carry, then written: it needs a copy of a
+        b = tj.fori_loop(0, n, lambda i, c: (c[0], c[1] + c[0][i % 40, 0]), (a, 0.0))[0]
+        return b.at[0, 0].set(1.0)
+    a = M.copy()
+    same_as_interpreter(g, a, 50)
+    jit(g)(a, 50)
+    np.testing.assert_array_equal(a, M)

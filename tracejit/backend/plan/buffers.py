@@ -52,6 +52,7 @@ class BufferPlan:
         self.in_place: dict = {}         # id(var) -> the var whose buffer it is written into
         self.out_in_place: dict = {}     # output index -> input index whose buffer holds it
         self.shared: list = []           # (var, the var owning its slot) of in-place values
+        self.read_only: set = set()      # ids of in-place values never written (loop carries)
 
     def add(self, var, kind, index):
         self.slot_index[id(var)] = len(self.slots)
@@ -93,7 +94,7 @@ def plan_buffers(plan) -> BufferPlan:
             first_write.setdefault(id(v), (pos, v))
         for base in _reads(plan, step):
             last_read[id(base)] = pos
-    bp.in_place, bp.out_in_place = plan_in_place(plan)
+    bp.in_place, bp.out_in_place, bp.read_only = plan_in_place(plan)
     links = bp.in_place
     root_out = {}                        # id(chain root) -> output index of the chain's end
     for vid in links:

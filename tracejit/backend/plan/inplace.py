@@ -15,13 +15,14 @@ keeps ``x`` alive). Two step kinds write in place:
 - a loop (``ControlStep`` of ``while``/``scan``) whose carry starts from an operand covering
   ``x`` that the loop reads nowhere else: the carry lives in ``x``'s buffer from the start (no
   copy of the initial value; inside the loop the driver keeps or double-buffers it as usual).
+  A carry the body returns unchanged is never written: it may stay in any input's buffer.
 
 Such links chain: ``x -> y1 -> y2`` share one buffer (one *class*). The class's buffer is the
 root's: an arena temporary, or, if the chain's last value is a graph output, that output's
 buffer (the root is computed straight into it). A graph input is a root only when the plan was
 told it may reuse it (``Plan.donated``: input k's buffer may hold output j, as a loop carry's
-old and new value, or an argument the function writes) and the chain ends in that output;
-otherwise the chain's first link is dropped (that step copies, as before). Constants, NumPy
+old and new value, or an argument the function writes) and the chain ends in that output, or
+when the chain writes nothing (unchanged loop carries only) and is no graph output; otherwise the chain's first link is dropped (that step copies, as before). Constants, NumPy
 results, values a NumPy fallback reads (its result may be a view of them) and stacks are never
 taken over.
 
@@ -110,15 +111,17 @@ def _group_candidates(plan, step, writers):
             for vid, bx in aligned.items() if vid not in other]
 
 
-def _control_candidates(plan, step, writers):
+def _control_candidates(plan, step, writers, read_only):
     """[(x, [y])] for a loop (``while``, ``while_record``, ``scan``) whose carry j starts from
     an operand covering x that the step reads nowhere else: the carry's buffer can be x's, and
-    the loop starts without copying it (``emit/control.py``)."""
+    the loop starts without copying it (``emit/control.py``). Adds to ``read_only`` the carries
+    the body returns unchanged (the loop never writes them)."""
     eqn = step.eqn
     carries = loop_carries(eqn)
     if carries is None:
         return []
-    first, _, n = carries
+    first, body_first, n = carries
+    body = step.subs[-1]
     found = []
     for j in range(n):
         a, y = eqn.invars[first + j], eqn.outvars[j]
@@ -129,13 +132,16 @@ def _control_candidates(plan, step, writers):
         if covers(view, x) and x.ty.dtype == y.ty.dtype and x.ty.size == y.ty.size and \
                 sum(1 for _, b in _bases(plan, eqn.invars) if b is x) == 1:
             found.append((x, [y]))
+            if body.out_in_place.get(j) == body_first + j:
+                read_only.add(id(y))
     return found
 
 
 def plan_in_place(plan) -> tuple:
     """(id(y) -> x for every value ``y`` written into the buffer of ``x``, output j -> input k
     for every output in a donated input's buffer: ``plan.out_in_place`` and the chains that
-    end there); see the module docstring. Marks ``Step.atomic``; the same answer every time."""
+    end there, the ids of the y that are loop carries never written); see the module
+    docstring. Marks ``Step.atomic``; the same answer every time."""
     graph = plan.graph
     out_in_place = dict(plan.out_in_place)
     for step in plan.steps:
@@ -156,13 +162,13 @@ def plan_in_place(plan) -> tuple:
         last_read[id(base)] = end
     inputs = {id(v): k for k, v in enumerate(graph.invars)}
     fixed = {id(v) for v in graph.constvars} | {id(v) for v, _ in plan.extra_consts}
-    links, consumed = {}, set()
+    links, consumed, read_only = {}, set(), set()
     donated = {id(graph.invars[k]) for k in plan.donated}
     for pos, step in enumerate(plan.steps):
         if isinstance(step, ScatterStep):
             pairs = _scatter_candidate(plan, step)
         elif isinstance(step, ControlStep):
-            pairs = _control_candidates(plan, step, writers)
+            pairs = _control_candidates(plan, step, writers, read_only)
         else:
             pairs = _group_candidates(plan, step, writers)
         pairs.sort(key=lambda pair: _root(links, pair[0]) not in donated)  # extend those first
@@ -191,6 +197,8 @@ def plan_in_place(plan) -> tuple:
         root = links[chain[-1]]
         if id(root) not in inputs:
             continue
+        if all(y in read_only for y in chain) and yid not in plan.out_aliases:
+            continue                           # nothing writes it: it stays the input's
         k, j = inputs[id(root)], plan.out_aliases.get(yid)
         w = pos_of[id(plan.producer[chain[-1]])]
         safe = all(p < w or p == w and isinstance(plan.steps[w], ScatterStep) for p in stops)
@@ -208,7 +216,7 @@ def plan_in_place(plan) -> tuple:
         else:
             for step in plan.steps[first:]:
                 step.atomic = True
-    return links, out_in_place
+    return links, out_in_place, {y for y in read_only if y in links}
 
 
 def _root(links, x) -> int:

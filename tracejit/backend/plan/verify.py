@@ -28,7 +28,8 @@ slot; its first write is the only step writing it; no step after that write read
 through a view) and no graph output is x; the writing step itself reads x only where it writes
 (a scatter: as the operand covering x, not in its indices or updates; a loop group without
 reductions: at the view of the store of y; a loop: only as the initial value of carry y); a
-chain rooted at a graph input ends in the output that input is donated to (``out_in_place``),
+chain rooted at a graph input ends in the output that input is donated to (``out_in_place``)
+or writes nothing (``read_only``: unchanged loop carries) and is no graph output,
 and when the inputs are the caller's arguments, every step from the first write into one on is
 ``atomic`` and cannot stop the call (but a scatter making that first write: it checks its
 indices before writing).
@@ -244,16 +245,26 @@ def verify_in_place(plan, bp) -> None:
         while end in after:
             end = after[end]
         k, j = inputs.get(id(root)), plan.out_aliases.get(end)
-        if k is not None and (j is None or plan.donated.get(k) != j or
-                              bp.out_in_place.get(j) != k):
+        unwritten = j is None and all(v in bp.read_only for v in _chain(bp, end))
+        if k is not None and not unwritten and (j is None or plan.donated.get(k) != j or
+                                                bp.out_in_place.get(j) != k):
             raise PlanError(f"{_what(owner)} writes into a graph input that is not "
                             f"donated to the value it computes")
-        if k is not None and plan.arguments and x is root:     # the argument's first write
+        if k is not None and plan.arguments and x is root and not unwritten:   # first write
             for step in plan.steps[w:]:
                 if not step.atomic or (may_stop(step) and not
                                        (step is owner and isinstance(step, ScatterStep))):
                     raise PlanError(f"{_what(step)} can stop the call after {_what(owner)} "
                                     f"wrote an argument in place")
+
+
+def _chain(bp, end):
+    """ids of the values written in place from the root of ``end``'s buffer up to ``end``."""
+    found = []
+    while end in bp.in_place:
+        found.append(end)
+        end = id(bp.in_place[end])
+    return found
 
 
 def _check_arena(bp, first, last):
