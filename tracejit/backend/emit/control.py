@@ -17,8 +17,8 @@ Invariants:
   ``partition._carry_donations``) lives in one buffer, the equation's output (A), for the whole
   loop: no copy and no second buffer; a carry whose initial value dies here starts in that
   value's buffer (no copy at the start either). The other carries are double-buffered: A and a
-  scratch copy (B); step s reads the buffer set of parity s and writes the other one (pointer swap, no
-  copy); after the loop, if the final carry sits in B it is copied to A once;
+  scratch copy (B); step s reads the buffer set of parity s and writes the other one (pointer
+  swap, no copy); after the loop, if the final carry sits in B it is copied to A once;
 - scan ys are written by the body straight into the stacked output at the step index; xs are
   read in place at the step index (reverse scans count down);
 - stacks (``stacks.py``): a ``while_record`` writes each step's records straight into growable
