@@ -22,9 +22,10 @@ root's: an arena temporary, or, if the chain's last value is a graph output, tha
 buffer (the root is computed straight into it). A graph input is a root only when the plan was
 told it may reuse it (``Plan.donated``: input k's buffer may hold output j, as a loop carry's
 old and new value, or an argument the function writes) and the chain ends in that output, or
-when the chain writes nothing (unchanged loop carries only) and is no graph output; otherwise the chain's first link is dropped (that step copies, as before). Constants, NumPy
-results, values a NumPy fallback reads (its result may be a view of them) and stacks are never
-taken over.
+when the chain writes nothing (unchanged loop carries only) and is no graph output; otherwise
+the chain's first link is dropped (that step copies, as before). Constants, NumPy results,
+values a NumPy fallback reads (its result may be a view of them) and stacks are never taken
+over.
 
 When the donated inputs are the caller's arguments (``Plan.arguments``: a function that writes
 into its arguments, ``api.WriteBack``), an error or Ctrl-C after an argument was written in
