@@ -1,4 +1,5 @@
-"""Run the benchmark workloads W1-W8 (+ pendulum W9, while-loop gradient W10) and write bench/results.md and a chart.
+"""Run the benchmark workloads W1-W8 (+ pendulum W9, while-loop gradient W10, in-place loops
+W11) and write bench/results.md and a chart.
 
     python bench/run.py [--quick] [--only W1,W4]
 
@@ -416,8 +417,93 @@ def w10(quick):
                      f"bytes ({steps} steps)")
 
 
+# W11 -----------------------------------------------------------------------------------------
+# Loops that update arrays in place (issue 19): one element of a carried 8 MB array per
+# iteration, an 8 MB carry the body never changes, a Jacobi stencil time loop writing into its
+# arguments (unmodified NumPy code), an element-wise Cholesky in fori_loop.
+def carry_update(a, n):
+    return tj.fori_loop(0, n, lambda i, a: a.at[i, 0].set(a[i, 1] * 2.0 + 1.0), a)
+
+
+def carry_update_numpy(a, n):
+    a = a.copy()
+    for i in range(n):
+        a[i, 0] = a[i, 1] * 2.0 + 1.0
+    return a
+
+
+def carry_unchanged(a, n):
+    return tj.fori_loop(0, n, lambda i, c: (c[0], c[1] + c[0][i, 0]), (a, 0.0))[1]
+
+
+def carry_unchanged_numpy(a, n):
+    s = 0.0
+    for i in range(n):
+        s += a[i, 0]
+    return s
+
+
+def jacobi_1d(a, b, steps):
+    for _ in range(steps):
+        b[1:-1] = 0.33 * (a[:-2] + a[1:-1] + a[2:])
+        a[1:-1] = 0.33 * (b[:-2] + b[1:-1] + b[2:])
+
+
+def cholesky_fori(a):
+    n = a.shape[0]
+
+    def row(i, low):
+        def col(j, low):
+            s = np.sum(np.where(np.arange(n) < j, low[i] * low[j], 0.0))
+            v = np.where(i == j, np.sqrt(np.abs(a[i, i] - s)), (a[i, j] - s) / low[j, j])
+            return low.at[i, j].set(np.where(j <= i, v, 0.0))
+        return tj.fori_loop(0, n, col, low)
+    return tj.fori_loop(0, n, row, np.zeros_like(a))
+
+
+def cholesky_numpy(a):
+    a = a.copy()
+    for i in range(a.shape[0]):
+        for j in range(i):
+            a[i, j] -= np.dot(a[i, :j], a[j, :j])
+            a[i, j] /= a[j, j]
+        a[i, i] -= np.dot(a[i, :i], a[i, :i])
+        a[i, i] = np.sqrt(a[i, i])
+    return np.tril(a)
+
+
+def w11(quick):
+    rng = np.random.default_rng(11)
+    big = rng.standard_normal((1000, 1000))
+    for name, f, ref in (("1000 x A.at[i, 0].set on a carried f64[1000,1000]", carry_update,
+                          carry_update_numpy),
+                         ("1000 iterations carrying an unchanged f64[1000,1000]",
+                          carry_unchanged, carry_unchanged_numpy)):
+        t = tj.trace(f)
+        if not np.allclose(t(big, 1000), ref(big, 1000)):
+            NOTES.append(f"W11 {name}: tracejit differs from NumPy")
+        record("W11", name, "numpy loop", lambda: ref(big, 1000), repeat=5)
+        record("W11", name, "tracejit 1 thread, fori_loop",
+               with_threads(1, lambda: t(big, 1000)), repeat=5)
+    n, steps = (2_000, 20) if quick else (20_000, 100)
+    a, b = rng.random(n), rng.random(n)
+    case = f"Jacobi 1-d stencil on its arguments, n={n}, {steps} steps (unmodified NumPy)"
+    record("W11", case, "numpy", lambda: jacobi_1d(a, b, steps), repeat=5)
+    t = tj.trace(jacobi_1d, static_argnums=(2,))
+    record("W11", case, "tracejit 1 thread", with_threads(1, lambda: t(a, b, steps)), repeat=5)
+    n = 60 if quick else 200
+    m = rng.standard_normal((n, n))
+    spd = m @ m.T + n * np.eye(n)
+    case = f"element-wise Cholesky in fori_loop, f64[{n},{n}]"
+    t = tj.trace(cholesky_fori)
+    if not np.allclose(t(spd), np.linalg.cholesky(spd)):
+        NOTES.append(f"W11 {case}: tracejit differs from np.linalg.cholesky")
+    record("W11", case, "numpy loop (npbench style)", lambda: cholesky_numpy(spd), repeat=3)
+    record("W11", case, "tracejit 1 thread", with_threads(1, lambda: t(spd)), repeat=5)
+
+
 WORKLOADS = {"W1": w1, "W2": w2, "W3": w3, "W4": w4, "W5": w5, "W6": w6, "W7": w7, "W8": w8,
-             "W9": w9, "W10": w10}
+             "W9": w9, "W10": w10, "W11": w11}
 
 
 def write_results(path):

@@ -63,8 +63,10 @@ class WriteBack:
     The graph returns each one's final value after the function's own outputs; a call checks
     the arguments can take the write (writable ndarrays not overlapping another argument, as the
     trace assumed independent arrays, C-contiguous where a write went through a reshape view)
-    before running, then copies the values in. An output that *is* a written argument (``x +=
-    1; return x``) is the caller's array itself, as in NumPy.
+    before running, then copies the values in, unless the llvm backend wrote them in place
+    (``backend/plan/inplace.py``: only where nothing can stop the call after the first write,
+    so an error never leaves an argument half-written). An output that *is* a written argument
+    (``x += 1; return x``) is the caller's array itself, as in NumPy.
     """
 
     def __init__(self, leaves, n_out, aliases, contiguous):
@@ -133,7 +135,8 @@ class WriteBack:
 
     def write_back(self, leaves, outs):
         for i, new in zip(self.leaves, outs[self.n_out:]):
-            np.copyto(leaves[i], new)
+            if new is not leaves[i]:        # else the kernel wrote it in place
+                np.copyto(leaves[i], new)
         outs = list(outs[:self.n_out])
         for k, i in self.aliases:
             outs[k] = leaves[i]
@@ -207,8 +210,10 @@ class Compiled:
         # but for the 0-d arrays the function made (np.array(2.0), x.astype of a 0-d array)
         outs = [o[()] if o.ndim == 0 and k not in self.arrays0d else o
                 for k, o in enumerate(outs)]
-        if self.writes:
-            outs = [o.copy() if any(o is a for a in args) else o for o in outs]
+        if self.writes:           # (a written argument's new value may be the argument itself)
+            n = self.writes.n_out
+            outs = [o.copy() if k < n and any(o is a for a in args) else o
+                    for k, o in enumerate(outs)]
             outs = self.writes.write_back(leaves, outs)     # (returned arguments stay arrays)
         return tree.unflatten(self.out_tree, outs)
 

@@ -12,9 +12,13 @@ calls of those segments. The LLVM IR is one copy of each sub-graph whatever the 
 a graph whose control flow is all native is one ``@kernel`` (so the pyabi fast path applies).
 
 Invariants:
-- carries are double-buffered: the equation's own output buffers (A) and a scratch copy (B);
-  step s reads the buffer set of parity s and writes the other one (pointer swap, no copy); after
-  the loop, if the final carry sits in B it is copied to A once;
+- a carry the body updates in place or returns unchanged (the body's plan keeps it in its input
+  buffer: ``plan/inplace.py``, ``Plan.out_in_place``; the carries are donated by
+  ``partition._carry_donations``) lives in one buffer, the equation's output (A), for the whole
+  loop: no copy and no second buffer; a carry whose initial value dies here starts in that
+  value's buffer (no copy at the start either). The other carries are double-buffered: A and a
+  scratch copy (B); step s reads the buffer set of parity s and writes the other one (pointer
+  swap, no copy); after the loop, if the final carry sits in B it is copied to A once;
 - scan ys are written by the body straight into the stacked output at the step index; xs are
   read in place at the step index (reverse scans count down);
 - stacks (``stacks.py``): a ``while_record`` writes each step's records straight into growable
@@ -44,7 +48,7 @@ import numpy as np
 from llvmlite import ir
 
 from ...config import config, on_set
-from ...ir import Literal
+from ...ir import Literal, Var
 from ..abi import ERR_NOMEM, ERR_STACK_LENGTH, ERR_WHILE_LIMIT
 from ..plan import buffers
 from ..plan.rowfuse import RowMatvecGroup
@@ -111,7 +115,9 @@ class _Sub:
                 self.ins[s.index] = k
             elif s.kind == "out":
                 self.outs[s.index] = k
-        assert len(self.outs) == len(plan.graph.outvars), "every sub-graph output owns a slot"
+        self.in_place = bp.out_in_place       # output j -> input k whose buffer holds it
+        assert len(self.outs) + len(self.in_place) == len(plan.graph.outvars), \
+            "every sub-graph output owns a slot or lives in a donated input's"
 
 
 def _round(n):
@@ -255,12 +261,29 @@ class _Driver:
         b.position_at_end(done)
 
     # loops ---------------------------------------------------------------------------------------
+    def _carry_offsets(self, carry_vars, body, first):
+        """Scratch offsets of the B buffers, None for a carry kept in place (body input
+        ``first + j`` holds body output j)."""
+        return [None if body.in_place.get(j) == first + j else self.reserve(self.nbytes(v.ty))
+                for j, v in enumerate(carry_vars)]
+
     def _carry_buffers(self, carry_vars, scratch, offs):
-        """(A pointers = the equation's outputs, B pointers in scratch) for the carries."""
+        """(A pointers = the equation's outputs, B pointers in scratch) for the carries; a carry
+        kept in place has B = A."""
         b = self.b
         a = self.outs[:len(carry_vars)]
-        bb = [b.gep(scratch, [_i64(o)], source_etype=I8) for o in offs]
+        bb = [pa if o is None else b.gep(scratch, [_i64(o)], source_etype=I8)
+              for pa, o in zip(a, offs)]
         return a, bb
+
+    def _start_carries(self, carry_vars, a, init, first):
+        """Copy each carry's initial value (operand ``first + j``) into its A buffer, unless
+        the buffer plan put the carry in that operand's own buffer (``plan/inplace.py``)."""
+        slot_of, plan = self.em.slot_of, self.em.plan
+        for j, (v, dst, src) in enumerate(zip(carry_vars, a, init)):
+            base = plan.view_of(self.eqn.invars[first + j]).base
+            if not (isinstance(base, Var) and slot_of(base) == slot_of(v)):
+                self.memcpy(dst, src, self.nbytes(v.ty))
 
     def _loop_state(self):
         """(parity, count, next_slow): allocas; ``next_slow`` is the count at which the loop
@@ -299,9 +322,12 @@ class _Driver:
     def _swap_back(self, parity, a, bb, carry_vars):
         """After the loop: if the final carry is in the B buffers, copy it to A once."""
         b = self.b
+        if all(pa is pb for pa, pb in zip(a, bb)):
+            return
         with b.if_then(b.load(parity, typ=I1)):
             for v, pa, pb in zip(carry_vars, a, bb):
-                self.memcpy(pa, pb, self.nbytes(v.ty))
+                if pa is not pb:
+                    self.memcpy(pa, pb, self.nbytes(v.ty))
 
     def _while(self, state):
         """while, and while_record (the same loop, also recording each step's rows)."""
@@ -312,7 +338,7 @@ class _Driver:
         nc = p["n_carry"] if record else len(eqn.outvars)
         carry_vars = list(eqn.outvars[:nc])
         if state is None:
-            offs = [self.reserve(self.nbytes(v.ty)) for v in carry_vars]
+            offs = self._carry_offsets(carry_vars, self.subs[1], nbc)
             flag = self.reserve(1)
             return offs, flag
         scratch, (c_arr, b_arr), (offs, flag_off) = state
@@ -320,8 +346,7 @@ class _Driver:
         b = self.b
         init = self.ins[ncc + nbc:]
         a, bb = self._carry_buffers(carry_vars, scratch, offs)
-        for v, dst, src in zip(carry_vars, a, init):
-            self.memcpy(dst, src, self.nbytes(v.ty))
+        self._start_carries(carry_vars, a, init, ncc + nbc)
         tape = None
         if record:                      # stacks: live (one byte per element), then the ys
             tape = stacks.Tape(b, self.module, self.outs[nc:],
@@ -346,8 +371,8 @@ class _Driver:
         b.branch(top)
         b.position_at_end(top)
         par = b.load(parity, typ=I1)
-        cur = [b.select(par, pb, pa) for pa, pb in zip(a, bb)]
-        nxt = [b.select(par, pa, pb) for pa, pb in zip(a, bb)]
+        cur = [pa if pa is pb else b.select(par, pb, pa) for pa, pb in zip(a, bb)]
+        nxt = [pa if pa is pb else b.select(par, pa, pb) for pa, pb in zip(a, bb)]
         for i, slot in cond.ins.items():
             if i >= ncc:
                 self.set(c_arr, slot, cur[i - ncc])
@@ -398,7 +423,7 @@ class _Driver:
         length, reverse, nc, ncarry = p["length"], p["reverse"], p["n_consts"], p["n_carry"]
         carry_vars = list(eqn.outvars[:ncarry])
         if state is None:
-            return [self.reserve(self.nbytes(v.ty)) for v in carry_vars]
+            return self._carry_offsets(carry_vars, self.subs[0], nc)
         scratch, (arr,), offs = state
         body = self.subs[0]
         b = self.b
@@ -423,8 +448,7 @@ class _Driver:
         else:
             n = _i64(length)
         a, bb = self._carry_buffers(carry_vars, scratch, offs)
-        for v, dst, src in zip(carry_vars, a, init):
-            self.memcpy(dst, src, self.nbytes(v.ty))
+        self._start_carries(carry_vars, a, init, nc)
         for i, slot in body.ins.items():
             if i < nc:
                 self.set(arr, slot, self.ins[i])
@@ -449,8 +473,9 @@ class _Driver:
         par = b.load(parity, typ=I1)
         for k, (pa, pb) in enumerate(zip(a, bb)):
             if nc + k in body.ins:
-                self.set(arr, body.ins[nc + k], b.select(par, pb, pa))
-            self.set(arr, body.outs[k], b.select(par, pa, pb))
+                self.set(arr, body.ins[nc + k], pa if pa is pb else b.select(par, pb, pa))
+            if k in body.outs:
+                self.set(arr, body.outs[k], b.select(par, pa, pb))
         for k, (x, v) in enumerate(zip(xs, xvars)):
             self.set(arr, body.ins[nc + ncarry + k],
                      b.gep(x, [b.mul(i, _i64(stacks.row_bytes(v.ty)))], source_etype=I8))
@@ -485,12 +510,38 @@ def scratch_bytes(emitter) -> int:
     return total
 
 
-def describe(step) -> str:
-    """One line for ``Executable.describe``."""
+def in_place_counts(emitter, bp) -> tuple:
+    """(values written in place, loop carries kept in one buffer) of a plan (``bp``: its buffer
+    plan) and of the control steps ``emitter`` emitted for it, nested loops included."""
+    updates, carries = len(bp.in_place), 0
+    for code in emitter.codes.values():
+        if isinstance(code, _Driver):
+            carries += _carried_in_place(code)
+            for sub in code.subs:
+                u, c = in_place_counts(sub.emitter, sub.bp)
+                updates, carries = updates + u, carries + c
+    return updates, carries
+
+
+def _carried_in_place(driver) -> int:
+    p, name = driver.eqn.params, driver.eqn.prim.name
+    if name == "cond":
+        return 0
+    body = driver.subs[-1]
+    first = p["n_consts"] if name == "scan" else p["n_body_consts"]
+    return sum(1 for j, k in body.in_place.items() if k == first + j)
+
+
+def describe(step, driver=None) -> str:
+    """One line for ``Executable.describe`` (``driver``: the step's emitted ``_Driver``, to
+    name the carries kept in one buffer)."""
     e = step.eqn
     inner = sum(len(s.steps) for s in step.subs)
     extra = f" length={e.params['length']}" if e.prim.name == "scan" else ""
     if e.prim.name == "while_record":
         rows = sum(stacks.row_bytes(v.ty) for v in e.outvars[e.params["n_carry"]:])
         extra = f" (tape {rows} bytes/step)"
+    kept = _carried_in_place(driver) if isinstance(driver, _Driver) else 0
+    if kept:
+        extra += f" ({kept} carried in place)"
     return f"native {e.prim.name}{extra}: {len(step.subs)} sub-graph(s), {inner} steps"

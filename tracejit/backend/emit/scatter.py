@@ -6,7 +6,8 @@ One internal function ``void @name(ptr slots)`` per scatter equation, called fro
    sets ``ERR_INDEX`` in the error cell and nothing else is done (the caller raises IndexError,
    as the interpreter does before touching anything);
 2. ``x`` is copied into the output (``memcpy``; a broadcast literal, e.g. the zeros of a
-   scatter-add transpose, is a fill);
+   scatter-add transpose, is a fill), unless the output is written in place of ``x`` (the
+   buffer plan gave both one slot, ``plan/inplace.py``: ``x`` is dead after this step);
 3. updates are applied in index order, so repeated indices accumulate (add, mul, min, max) and
    the last one wins for ``set``, exactly like ``np.ufunc.at`` / fancy assignment.
 
@@ -142,16 +143,18 @@ class _Scatter:
             b.atomic_rmw("or", cell, ir.Constant(I32, ERR_INDEX), "monotonic")
             b.branch(done)
             b.position_at_end(ok)
-        # 2. out = x
+        # 2. out = x (nothing to do in place: one slot)
         total = int(x.ty.size)
-        if xp is not None:
+        in_place = xp is not None and \
+            self.slot_of(self.plan.view_of(x).base) == self.slot_of(self.eqn.outvars[0])
+        if xp is not None and not in_place:
             nbytes = total * self.dt.itemsize
             if nbytes:
                 memcpy = self.module.globals.get("llvm.memcpy.p0.p0.i64") or ir.Function(
                     self.module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I1]),
                     "llvm.memcpy.p0.p0.i64")
                 b.call(memcpy, [out, xp, _i64(nbytes), ir.Constant(I1, 0)])
-        elif total:
+        elif xp is None and total:
             fill = self.const_parts(xval)
             _for(b, _i64(0), _i64(total), _i64(1), lambda k: self.store(out, k, fill), "fill")
         # 3. updates in order

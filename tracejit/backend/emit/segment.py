@@ -224,7 +224,7 @@ class SegmentEmitter:
             return
         body = code.fn
         block = interrupt.block_rows(code.work, code.n0, code.grain) if code.parallel else None
-        if block is not None and block < code.n0:     # long: poll for Ctrl-C between blocks
+        if block is not None and block < code.n0 and not group.atomic:   # long: poll Ctrl-C
             body = interrupt.emit_blocked(self.module, self._name("blocks"), body, block,
                                           self.err_slot)
         if code.parallel:

@@ -9,6 +9,11 @@ the last step that reads it (reads through views count). An arena block is reuse
 first written strictly after the block's last read, so a loop never reads and writes the same
 bytes through different index maps. Blocks are 64-byte aligned; best fit, else grow the arena.
 
+A value written in place (``inplace.py``: it takes over the buffer of a value that dies where it
+is born) shares the slot of its chain's root, whose liveness then spans the whole chain; the
+root's slot is the chain's output buffer when the chain ends in a graph output, or the donated
+input's (``BufferPlan.out_in_place``: output j lives in input k's buffer).
+
 A stack's slot points at its 16-byte descriptor (``stacks.py``). A stack temporary's descriptor
 gets an arena block of its own that no other value ever shares: the execution that owns the
 stack zeroes it first and frees its rows last (``BufferPlan.stack_slots``).
@@ -22,6 +27,7 @@ import numpy as np
 from ...config import config
 from ...ir import Literal
 from ..abi import DESC_BYTES
+from .inplace import plan_in_place
 from .steps import FallbackStep, LoopGroup, MatmulStep, step_reads
 from .verify import verify_buffers
 
@@ -43,6 +49,10 @@ class BufferPlan:
         self.arena_bytes = 0
         self.const_arrays: list = []     # kept alive; addresses are baked into the kernel
         self.stack_slots: list = []      # slot numbers of stack temporaries (owned, freed)
+        self.in_place: dict = {}         # id(var) -> the var whose buffer it is written into
+        self.out_in_place: dict = {}     # output index -> input index whose buffer holds it
+        self.shared: list = []           # (var, the var owning its slot) of in-place values
+        self.read_only: set = set()      # ids of in-place values never written (loop carries)
 
     def add(self, var, kind, index):
         self.slot_index[id(var)] = len(self.slots)
@@ -84,12 +94,23 @@ def plan_buffers(plan) -> BufferPlan:
             first_write.setdefault(id(v), (pos, v))
         for base in _reads(plan, step):
             last_read[id(base)] = pos
+    bp.in_place, bp.out_in_place, bp.read_only = plan_in_place(plan)
+    links = bp.in_place
+    root_out = {}                        # id(chain root) -> output index of the chain's end
+    for vid in links:
+        root = links[vid]
+        while id(root) in links:
+            root = links[id(root)]
+        if vid in plan.out_aliases:
+            root_out[id(root)] = plan.out_aliases[vid]
+        end = max(last_read.get(vid, -1), first_write[vid][0])
+        last_read[id(root)] = max(last_read.get(id(root), -1), end)
     temps = []
     for vid, (pos, v) in first_write.items():
-        if vid in bp.slot_index:
+        if vid in bp.slot_index or vid in links:
             continue
-        if vid in plan.out_aliases:
-            bp.add(v, "out", plan.out_aliases[vid])
+        if vid in plan.out_aliases or vid in root_out:
+            bp.add(v, "out", plan.out_aliases.get(vid, root_out.get(vid)))
         elif isinstance(plan.producer.get(vid), FallbackStep):
             bp.add(v, "py", -1)
         elif v.ty.dynamic:
@@ -111,6 +132,10 @@ def plan_buffers(plan) -> BufferPlan:
             blocks.append(best)
         best[2] = max(last, pos)
         bp.add(v, "temp", best[0])
+    for vid, (pos, v) in first_write.items():        # in plan order: roots come first
+        if vid in links:
+            bp.slot_index[vid] = bp.slot_index[id(links[vid])]
+            bp.shared.append((v, bp.slots[bp.slot_index[vid]].var))
     bp.err_slot = len(bp.slots)          # pointer to the call's i32 error cell
     if config.check_ir:
         verify_buffers(plan, bp)

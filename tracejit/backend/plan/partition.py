@@ -45,7 +45,7 @@ from .sinkviews import sink_views
 from .steps import (ARG_PRIMS, REDUCE_PRIMS, ArgStep, ControlStep, EqnStep, FallbackStep,
                     LoopGroup, MatmulStep, Plan, ScanStep, ScatterStep, can_lower,
                     can_lower_arg, can_lower_arg_any, can_lower_scan, can_lower_scatter,
-                    can_lower_take, matmul_layout, step_reads, touches_stack)
+                    can_lower_take, loop_carries, matmul_layout, step_reads, touches_stack)
 from .verify import verify_plan
 from .views import VIEW_PRIMS, View, unit_reshape
 
@@ -81,10 +81,12 @@ def _place_in_loop(plan: Plan, eqn, shape, operands, last_by_shape) -> LoopGroup
     return g
 
 
-def partition(graph, vector_bytes: int) -> Plan:
+def partition(graph, vector_bytes: int, donated=None, arguments=False) -> Plan:
     """Assign every equation of ``graph`` to a step (see the module docstring); the target's
-    vector register width (``vector_bytes``) is the one fact about the machine planning reads."""
-    plan = Plan(sink_views(graph), vector_bytes)   # slices/pads/transposes of computed values sunk
+    vector register width (``vector_bytes``) is the one fact about the machine planning reads.
+    ``donated`` (input index -> output index): inputs whose buffer the caller lets that output
+    reuse; ``arguments``: they are the caller's arrays (``Plan.donated``, ``inplace.py``)."""
+    plan = Plan(sink_views(graph), vector_bytes, donated, arguments)   # views of values sunk
     graph = plan.graph
     last_by_shape: dict = {}
     for eqn in graph.eqns:
@@ -243,14 +245,26 @@ def plan_subgraphs(plan, eqn):
                                                         eqn.params["n_carry"]:]):
         return None
     subs = []
-    for g in graphs:
+    for g, donated in zip(graphs, _carry_donations(eqn)):
         if any(t.dynamic for t in g.out_types):
             return None          # a stack carried or returned by a branch: ownership moves
-        sub = partition(g, plan.vector_bytes)
+        sub = partition(g, plan.vector_bytes, donated)
         if any(isinstance(s, FallbackStep) for s in sub.steps):
             return None
         subs.append(sub)
     return subs
+
+
+def _carry_donations(eqn):
+    """Per sub-graph of a control equation: body input -> body output of each loop carry (the
+    driver may keep a carry in one buffer, ``emit/control.py``); nothing for cond branches and
+    a while's cond."""
+    carries = loop_carries(eqn)
+    if carries is None:
+        return [None] * len(_subgraphs(eqn))
+    _, first, n = carries
+    body = {first + j: j for j in range(n)}
+    return [body] if eqn.prim.name == "scan" else [None, body]
 
 
 def _copies_ok(eqn) -> bool:
@@ -335,14 +349,15 @@ def _finish(plan: Plan):
         plan.fuse_index.check(plan)
     plan.fuse_index = None
     # graph outputs: store directly into the output buffer when the var is produced natively,
-    # is contiguous and whole, and is not an input, constant or another output
+    # is all of its base in order (the base or a reshape of it), and is not an input, constant
+    # or another output
     final_copies = []
     for j, a in enumerate(graph.outvars):
         p = plan.step_of(a) if isinstance(a, Var) else None
         view = plan.view_of(a)
         base = view.base
         native_base = isinstance(base, Var) and p is not None and \
-            not isinstance(p, FallbackStep) and view.is_whole() and id(base) not in \
+            not isinstance(p, FallbackStep) and view.covers_base() and id(base) not in \
             plan.out_aliases
         if native_base:
             plan.out_aliases[id(base)] = j
@@ -351,6 +366,8 @@ def _finish(plan: Plan):
             continue
         elif a.ty.dynamic:
             continue                          # a stack input or a repeat: Executable copies
+        elif _unchanged_carry(plan, a, j):
+            continue                          # stays in the donated input's buffer
         else:
             final_copies.append((j, a))
     for j, a in final_copies:
@@ -365,6 +382,16 @@ def _finish(plan: Plan):
         g.output_copy = j
     _wire_view_preds(plan)
     plan.steps = _toposort(plan.steps)
+
+
+def _unchanged_carry(plan: Plan, a, j) -> bool:
+    """Whether output j is an input donated to it (a loop carry the body returns as it got it):
+    then it needs no step, and ``plan.out_in_place`` says where it is."""
+    k = next((k for k, v in enumerate(plan.graph.invars) if v is a), None)
+    if k is None or plan.donated.get(k) != j or k in plan.out_in_place.values():
+        return False
+    plan.out_in_place[j] = k
+    return True
 
 
 def _wire_view_preds(plan: Plan):

@@ -46,6 +46,8 @@ class Step:
         self.index = index
         self.preds: set = set()
         self.writes: list = []          # materialised vars this step defines (fully or partly)
+        self.atomic = False             # must not stop halfway (no Ctrl-C poll): it runs after
+                                        # a caller's argument was written in place (inplace.py)
 
 
 class LoopGroup(Step):
@@ -98,6 +100,19 @@ class ControlStep(EqnStep):
         self.subs = subs
 
 
+def loop_carries(eqn):
+    """(operand index of the first carry's initial value, body input index of the first carry,
+    number of carries) of a ``while`` / ``while_record`` / ``scan`` equation (carry j is
+    output j and body output j); None for any other equation."""
+    p, name = eqn.params, eqn.prim.name
+    if name in ("while", "while_record"):
+        n = p["n_carry"] if name == "while_record" else len(eqn.outvars)
+        return p["n_cond_consts"] + p["n_body_consts"], p["n_body_consts"], n
+    if name == "scan":
+        return p["n_consts"], p["n_consts"], p["n_carry"]
+    return None
+
+
 class ArgStep(EqnStep):
     """argmax / argmin over a non-innermost axis (``emit/arg.py``; legality:
     :func:`can_lower_arg_any`)."""
@@ -117,8 +132,14 @@ class FallbackStep(EqnStep):
 class Plan:
     """The result of :func:`partition`: steps in order, views, and slot owners."""
 
-    def __init__(self, graph, vector_bytes: int):
+    def __init__(self, graph, vector_bytes: int, donated=None, arguments=False):
         self.graph = graph
+        self.donated = dict(donated or {})  # input index -> output index that may reuse its
+                                            # buffer (loop carries, written arguments)
+        self.arguments = arguments      # the donated inputs are the caller's arrays: once one is
+                                        # written, nothing may stop the call (inplace.py)
+        self.out_in_place: dict = {}    # output index -> the donated input it is, unchanged
+                                        # (``_finish``; chains: ``BufferPlan.out_in_place``)
         self.vector_bytes = vector_bytes    # the target's vector register width (row fusion)
         self.steps: list = []
         self.views: dict = {}           # id(var) -> View for vars that are views

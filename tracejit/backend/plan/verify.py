@@ -22,12 +22,26 @@ the kind its producer implies (input, constant, output, NumPy result, temporary)
 step reads has a slot; arena blocks lie inside the arena, 64-byte aligned, and two temporaries
 share bytes only when one is dead (last read and write) strictly before the other is written.
 
-Invariant: the verifier reads the plan and never changes it; it costs one pass over the steps.
+``verify_in_place`` (part of ``verify_buffers``): a value written into another's buffer
+(``BufferPlan.in_place``: y takes x's buffer) shares x's slot, and only such values share a
+slot; its first write is the only step writing it; no step after that write reads x (itself or
+through a view) and no graph output is x; the writing step itself reads x only where it writes
+(a scatter: as the operand covering x, not in its indices or updates; a loop group without
+reductions: at the view of the store of y; a loop: only as the initial value of carry y); a
+chain rooted at a graph input ends in the output that input is donated to (``out_in_place``)
+or writes nothing (``read_only``: unchanged loop carries) and is no graph output,
+and when the inputs are the caller's arguments, every step from the first write into one on is
+``atomic`` and cannot stop the call (but a scatter making that first write: it checks its
+indices before writing).
+
+Invariant: the verifier reads the plan and never changes it; it costs a few passes over the
+steps.
 """
 from __future__ import annotations
 
 from ...ir import Literal, Var
-from .steps import FallbackStep, LoopGroup, step_reads
+from .inplace import may_stop, covers
+from .steps import ControlStep, FallbackStep, LoopGroup, ScatterStep, loop_carries, step_reads
 
 
 class PlanError(AssertionError):
@@ -113,7 +127,8 @@ def _check_outputs(plan):
             raise PlanError(f"output {j} is written by two values")
         taken[j] = vid
     for j, a in enumerate(plan.graph.outvars):
-        if j not in taken and j not in plan.py_outputs and not a.ty.dynamic:
+        if j not in taken and j not in plan.py_outputs and j not in plan.out_in_place and \
+                not a.ty.dynamic:
             raise PlanError(f"output {j} is never written")
 
 
@@ -121,6 +136,7 @@ def verify_buffers(plan, bp) -> None:
     """Raise :class:`PlanError` unless ``bp`` (from ``buffers.plan_buffers(plan)``) gives every
     value one slot and never lets two live temporaries share arena bytes."""
     seen = set()
+    verify_in_place(plan, bp)
     for k, slot in enumerate(bp.slots):
         if id(slot.var) in seen or bp.slot_index.get(id(slot.var)) != k:
             raise PlanError(f"slot {k} ({slot.kind}) is not the one slot of its value")
@@ -147,7 +163,108 @@ def verify_buffers(plan, bp) -> None:
                 if id(base) not in bp.slot_index:
                     raise PlanError(f"{_what(step)} reads a value without a slot")
                 last[id(base)] = k
+    for vid, x in bp.in_place.items():         # a chain's slot is live from root to end
+        root = x
+        while id(root) in bp.in_place:
+            root = bp.in_place[id(root)]
+        last[id(root)] = max(last.get(id(root), -1), last.get(vid, -1), first.get(vid, -1))
     _check_arena(bp, first, last)
+
+
+def _reads_by_base(plan) -> dict:
+    """id(base) -> [(position, step, atom)] for every read of a base or of a view of it."""
+    found: dict = {}
+    for k, step in enumerate(plan.steps):
+        members = step.members if isinstance(step, LoopGroup) else ()
+        for a in step_reads(step):
+            if not isinstance(a, Literal) and id(a) not in members:
+                found.setdefault(id(plan.view_of(a).base), []).append((k, step, a))
+    return found
+
+
+def _aligned(plan, step, x, y, atom) -> bool:
+    """Whether ``step``, writing y into x's buffer, reads x through ``atom`` only where it
+    writes (see the module docstring)."""
+    view = plan.view_of(atom)
+    if isinstance(step, ScatterStep):
+        return atom is step.eqn.invars[0] and covers(view, x) and \
+            not any(plan.view_of(a).base is x for a in step.eqn.invars[1:]
+                    if not isinstance(a, Literal))
+    if isinstance(step, ControlStep):           # the initial value of carry y, read once
+        ins, carries = step.eqn.invars, loop_carries(step.eqn)
+        j = next(k for k, v in enumerate(step.eqn.outvars) if v is y)
+        return carries is not None and j < carries[2] and ins[carries[0] + j] is atom and \
+            covers(view, x) and \
+            sum(1 for a in ins if not isinstance(a, Literal) and plan.view_of(a).base is x) == 1
+    if type(step) is not LoopGroup or step.sinks:
+        return False
+    if any(e.prim.name == "take" and e.invars[0] is atom for e in step.eqns):
+        return False
+    dst = [d for _, d in step.stores if d.base is y]
+    return len(dst) == 1 and dst[0].shape == view.shape == step.shape and \
+        view.offset == dst[0].offset and view.dtype == dst[0].dtype and \
+        all(s == t for s, t, n in zip(view.strides, dst[0].strides, view.shape) if n != 1) and \
+        all(a is not atom for a, _ in step.stores)
+
+
+def verify_in_place(plan, bp) -> None:
+    """Raise :class:`PlanError` unless every in-place write keeps the invariants in the module
+    docstring (no read of a buffer's old value after it is overwritten)."""
+    pos = {id(s): k for k, s in enumerate(plan.steps)}
+    outs = {id(plan.view_of(a).base) for a in plan.graph.outvars if not isinstance(a, Literal)}
+    outs.update(id(b) for b in plan.py_outputs.values())
+    inputs = {id(v): k for k, v in enumerate(plan.graph.invars)}
+    after = {id(x): vid for vid, x in bp.in_place.items()}     # x -> the value in its buffer
+    reads = _reads_by_base(plan)
+    writers: dict = {}
+    for step in plan.steps:
+        for v in step.writes:
+            writers[id(v)] = writers.get(id(v), 0) + 1
+    for vid, k in bp.slot_index.items():
+        if bp.slots[k].var is not None and id(bp.slots[k].var) != vid and vid not in bp.in_place:
+            raise PlanError(f"slot {k} ({bp.slots[k].kind}) holds two values not written in "
+                            f"place")
+    for vid, x in bp.in_place.items():
+        owner = plan.producer.get(vid)
+        y = next((v for v in owner.writes if id(v) == vid), None) if owner else None
+        if y is None or bp.slot_index.get(vid) != bp.slot_index.get(id(x)):
+            raise PlanError("a value written in place does not share its operand's slot")
+        w = pos[id(owner)]
+        if writers.get(vid) != 1:
+            raise PlanError(f"a value written in place by {_what(owner)} has other writers")
+        if id(x) in outs:
+            raise PlanError(f"{_what(owner)} overwrites a graph output in place")
+        for k, step, atom in reads.get(id(x), ()):
+            if k > w or (k == w and not _aligned(plan, step, x, y, atom)):
+                raise PlanError(f"{_what(step)} reads the old value of a buffer that "
+                                f"{_what(owner)} overwrote in place")
+        root = x
+        while id(root) in bp.in_place:
+            root = bp.in_place[id(root)]
+        end = vid
+        while end in after:
+            end = after[end]
+        k, j = inputs.get(id(root)), plan.out_aliases.get(end)
+        unwritten = j is None and all(v in bp.read_only for v in _chain(bp, end))
+        if k is not None and not unwritten and (j is None or plan.donated.get(k) != j or
+                                                bp.out_in_place.get(j) != k):
+            raise PlanError(f"{_what(owner)} writes into a graph input that is not "
+                            f"donated to the value it computes")
+        if k is not None and plan.arguments and x is root and not unwritten:   # first write
+            for step in plan.steps[w:]:
+                if not step.atomic or (may_stop(step) and not
+                                       (step is owner and isinstance(step, ScatterStep))):
+                    raise PlanError(f"{_what(step)} can stop the call after {_what(owner)} "
+                                    f"wrote an argument in place")
+
+
+def _chain(bp, end):
+    """ids of the values written in place from the root of ``end``'s buffer up to ``end``."""
+    found = []
+    while end in bp.in_place:
+        found.append(end)
+        end = id(bp.in_place[end])
+    return found
 
 
 def _check_arena(bp, first, last):

@@ -57,6 +57,15 @@ class View:
         return isinstance(self.base, Var) and self.offset == 0 and self.contiguous() and \
             self.shape == self.base.ty.shape
 
+    def covers_base(self):
+        """Whether the view is all of its base in the base's own memory order (the base, or a
+        reshape of it): the view's elements are the base's bytes, in order."""
+        if self.is_whole():
+            return True
+        return isinstance(self.base, Var) and not self.base.ty.dynamic and self.offset == 0 \
+            and self.contiguous() and self.dtype == self.base.ty.dtype and \
+            int(np.prod(self.shape, dtype=np.int64)) == int(self.base.ty.size)
+
     def key(self):
         return (id(self.base), self.offset, self.strides, self.shape)
 

@@ -170,15 +170,22 @@ class _Code(NamedTuple):
 
 
 class Executable:
-    """A compiled graph. Call with a list of arrays (the graph's input dtypes/shapes)."""
+    """A compiled graph. Call with a list of arrays (the graph's input dtypes/shapes).
+
+    A graph that writes into its arguments (``Graph.writes``) may update those arrays in place:
+    then the returned output j *is* the array given as input k (``BufferPlan.out_in_place``),
+    changed by the call."""
 
     def __init__(self, graph):
         t0 = time.perf_counter()
         _register_libc()
         interrupt.install()            # Ctrl-C stops long loops (main thread, Linux)
         self.graph = graph
+        # a function writing into its arguments: each may hold its new value (plan/inplace.py)
+        donated = None if any(v.ty.dynamic for v in (*graph.invars, *graph.outvars)) else \
+            dict(graph.writes)
         with compiler_stage("fusion planning (backend/plan/partition.py)", graph):
-            self.plan = partition.partition(graph, vector_bytes())
+            self.plan = partition.partition(graph, vector_bytes(), donated, arguments=True)
         with compiler_stage("buffer planning (backend/plan/buffers.py)", self.plan.graph):
             self.buffers = buffers.plan_buffers(self.plan)
         self.namer = graph_namer(graph)
@@ -219,9 +226,12 @@ class Executable:
         self.entry_ok = self.native and not self._stack_io     # pyabi entries: static shapes
         # outputs that are a NumPy fallback's own array (plan.py_outputs) get no buffer:
         # allocating one would take the freed memory the fallback's result is about to need
-        # and leave that result fresh pages to fault in on every call
-        self._out_specs = [None if j in self.plan.py_outputs else (v.ty.dtype, v.ty.shape)
-                           for j, v in enumerate(graph.outvars)]
+        # and leave that result fresh pages to fault in on every call; nor do the outputs the
+        # kernel writes into an argument in place (out_in_place: output j -> argument k)
+        self._in_place_outs = tuple(bp.out_in_place.items())
+        in_place = {j for j, _ in self._in_place_outs}
+        self._out_specs = [None if j in self.plan.py_outputs or j in in_place else
+                           (v.ty.dtype, v.ty.shape) for j, v in enumerate(graph.outvars)]
         # (only hybrid plans have fallbacks: the native call never passes a missing buffer)
         assert not (self.native and self.plan.py_outputs), "py_outputs in a native plan"
         self._nbufs = len(graph.invars) + len(graph.outvars)
@@ -351,6 +361,8 @@ class Executable:
             return self._call_with_stacks(args)
         args = [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in args]
         outs = [None if spec is None else np.empty(spec[1], spec[0]) for spec in self._out_specs]
+        for j, k in self._in_place_outs:        # the kernel writes argument k as output j
+            outs[j] = args[k]
         if self.native:
             data = _data_ptr
             bufs = self._buf_t(*[data(a) for a in args], *[data(o) for o in outs])
@@ -432,6 +444,9 @@ class Executable:
                 continue
             arrays[s.var] = arr
             slots[k] = arr.ctypes.data
+        for v, owner in bp.shared:                     # written in place: the owner's buffer
+            if owner in arrays:
+                arrays[v] = arrays[owner]
 
         def operand(a):
             if isinstance(a, Literal):
@@ -516,10 +531,15 @@ class Executable:
         native loops allocate while they run (carry double buffers, loop-body arenas) and
         ``stack_bytes_per_step``: what one step of every ``while_record`` records (its tape
         grows by that much per iteration; nested loops counted once). Stack arguments and
-        outputs have run-time sizes and count 0 in the static totals."""
+        outputs have run-time sizes and count 0 in the static totals. ``in_place_updates``:
+        values written into the buffer of a value that dies there (no copy), and
+        ``carries_in_place``: loop carries kept in one buffer (no second buffer, no copy per
+        iteration), nested loops included (``plan/inplace.py``)."""
         g = self.graph
         nbytes = lambda ty: 0 if ty.dynamic else ty.size * ty.dtype.itemsize  # noqa: E731
-        return {"argument_bytes": sum(nbytes(v.ty) for v in g.invars),
+        updates, carries = control.in_place_counts(self.emitter, self.buffers)
+        return {"in_place_updates": updates, "carries_in_place": carries,
+                "argument_bytes": sum(nbytes(v.ty) for v in g.invars),
                 "output_bytes": sum(nbytes(v.ty) for v in g.outvars),
                 "temp_bytes": self.buffers.arena_bytes,
                 "loop_scratch_bytes": control.scratch_bytes(self.emitter),
@@ -543,7 +563,7 @@ class Executable:
                         (f" parallel({code.chunks[1]} fixed chunks)" if code.chunks else "")
                 ops = " ".join(f"{n(e.outvars[0])}={e.prim.name}" for e in step.eqns)
                 sinks = " ".join(f"{n(e.outvars[0])}={e.prim.name}" for e in step.sinks)
-                stores = " ".join(n(a) for a, _ in step.stores)
+                stores = " ".join(n(a) + self._in_place(d.base) for a, d in step.stores)
                 lines.append(head + (f": {ops}" if ops else "") +
                              (f" | reduce {sinks}" if sinks else "") +
                              (f" | store {stores}" if stores else ""))
@@ -557,14 +577,19 @@ class Executable:
             elif isinstance(step, ScatterStep):
                 p = step.eqn.params
                 lines.append(f"  scatter {n(step.eqn.outvars[0])}=scatter[{p['mode']}, "
-                             f"axis={p['axis']}]")
+                             f"axis={p['axis']}]" + self._in_place(step.eqn.outvars[0]))
             elif isinstance(step, ControlStep):
                 outs = " ".join(n(v) for v in step.eqn.outvars)
-                lines.append(f"  {outs} = {control.describe(step)}")
+                lines.append(f"  {outs} = {control.describe(step, code)}")
             else:
                 outs = " ".join(n(v) for v in step.eqn.outvars)
                 lines.append(f"  numpy {outs}={step.eqn.prim.name} (fallback)")
         return "\n".join(lines)
+
+    def _in_place(self, var) -> str:
+        """' (in place of x)' when ``var`` is written into the buffer of x (``plan/inplace``)."""
+        x = self.buffers.in_place.get(id(var))
+        return f" (in place of {self.namer(x)})" if x is not None else ""
 
 
 def compile_graph(graph) -> Executable:
