@@ -44,6 +44,8 @@ CASES = [
     ("weibull 2-d q", lambda a: np.quantile(a, np.array([[0.2], [0.4]]), method="weibull"), XF),
     ("averaged", lambda a: np.quantile(a, 0.33, method="averaged_inverted_cdf"), XI),
     ("median_unbiased", lambda a: np.quantile(a, [0.0, 1.0], method="median_unbiased"), XF),
+    ("weibull int q", lambda a: np.quantile(a, 1, axis=0, method="weibull"), X),   # fuzz 2024 #384
+    ("hazen int q", lambda a: np.percentile(a, [0, 100], method="hazen"), XI),
     ("searchsorted", lambda a: np.searchsorted(np.sort(a.ravel()), a), X),
     ("searchsorted right", lambda a: np.searchsorted(np.sort(a[0]), a, side="right"), XI),
     ("searchsorted sorter", lambda a: np.searchsorted(a[0], a[1], sorter=np.argsort(a[0])), XI),

@@ -211,7 +211,9 @@ def _quantile(a, q, axis, method, keepdims, weak_q, name):
     n = type_of(part).shape[-1]
     inexact = type_of(part).dtype.kind == "f"
     virtual = np.asanyarray(_virtual_index(n, q, method))
-    if virtual.dtype.kind in "iu":
+    # NumPy reads the sorted values directly for the discrete methods and for 'linear' at
+    # integer virtual indices (other methods interpolate even then)
+    if method in _DISCRETE or method == "linear" and virtual.dtype.kind in "iu":
         result = take(part, virtual, axis=-1)
     else:
         prev, nxt = _neighbours(virtual, n, inexact)
