@@ -51,7 +51,9 @@ KNOWN_FRONT_END_CIRCLES = frozenset(
     + [f"tracejit.numpy{m}" for m in (
         "", "._base", ".creation", ".dispatch", ".einsum", ".extra", ".indexing", ".intercept",
         ".intrange", ".linalg", ".logic", ".math", ".methods", ".mutation", ".nonzero",
-        ".reductions", ".shape", ".tail")]
+        ".reductions", ".shape", ".tail",
+        # SciPy's ufuncs reach them from Tracer.__array_ufunc__ as NumPy's reach the others
+        ".special", ".special_gamma")]
     + [f"tracejit.ops.{m}" for m in ("contraction", "control", "elementwise", "reductions",
                                      "structural")]
     + [f"tracejit.transforms.{m}" for m in ("batching", "jvp", "partial_eval", "transpose")])
