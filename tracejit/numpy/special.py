@@ -26,8 +26,8 @@ from .. import dtypes
 from ..core import Tracer, type_of
 from ..custom import custom_jvp
 from ..errors import DTypeError
-from . import logic, math as m, shape
-from ._base import as_traceable, result_type
+from . import logic, math as m
+from ._base import as_traceable, broadcast_to, result_type
 
 __all__ = ["erf", "erfc", "erfcx", "erfinv", "erfcinv", "ndtr", "ndtri", "log_ndtr", "expit",
            "logit", "log_expit", "xlogy", "xlog1py", "entr", "rel_entr", "kl_div"]
@@ -89,7 +89,7 @@ def ufunc(name, kernel, derivs):
             term = m.multiply(g, d(primals, ans))
             t = term if t is None else m.add(t, term)
         # a scalar operand's tangent term may have a smaller shape than the result
-        return ans, shape.broadcast_to(t, type_of(ans).shape)
+        return ans, broadcast_to(t, type_of(ans).shape)
 
     def fn(*args):
         if len(args) != nin:

@@ -82,34 +82,36 @@ def _lgam_stirling(x):
 
 
 def _lgam_pos(x):
-    """log gamma(x) for x > 0 (x clamped there by the caller)."""
+    """log gamma(x) for x > 0 (x clamped there by the caller); one rational for all of
+    (0, 13): on [2, 13) after the shift, and below 2 by lgam(x) = lgam(x + 1) - log(x) and
+    lgam(x + 2) - log(x) - log(x + 1), with t = x - 1 or x exact and log1p keeping the zero
+    at 1 accurate."""
     big = m.greater_equal(x, 13.0)
     r_big = _lgam_stirling(clamp_to(big, x, 13.0))
     mid = m.logical_and(m.greater_equal(x, 2.0), m.logical_not(big))
     prod, y = _shift_product(clamp_to(mid, x, 2.0), 2.0, 11)
-    r_mid = m.add(m.log(prod), _lgam_23(m.subtract(y, 2.0)))
-    # (0, 2): lgam(x) = lgam(x + 1) - log(x) and lgam(x + 2) - log(x (x + 1)); 1 - x and
-    # x - 1 are exact, and log1p keeps the zero at 1 accurate
-    one = m.logical_and(m.greater_equal(x, 1.0), m.less(x, 2.0))
-    t1 = m.subtract(clamp_to(one, x, 1.5), 1.0)
-    r_one = m.subtract(_lgam_23(t1), m.log1p(t1))
     low = m.less(x, 1.0)
-    t0 = clamp_to(low, x, 0.5)
-    r_low = m.subtract(m.subtract(_lgam_23(t0), m.log(t0)), m.log1p(t0))
-    return where(big, r_big, where(mid, r_mid, where(one, r_one, r_low)))
+    t = where(mid, m.subtract(y, 2.0),
+              where(low, x, m.subtract(clamp_to(m.less(x, 2.0), x, 1.0), 1.0)))
+    corr = m.subtract(m.negative(m.log1p(t)), where(low, m.log(clamp_to(low, x, 1.0)), 0.0))
+    return where(big, r_big, m.add(_lgam_23(t), where(mid, m.log(prod), corr)))
+
+
+def _reflected(x):
+    """|x| where it is a finite nonzero, else 1: the positive argument both halves of a
+    reflection formula evaluate (poles and infinities are set by the caller)."""
+    y = m.absolute(x)
+    return clamp_to(m.logical_and(m.greater(y, 0.0), m.less(y, INF)), y, 1.0)
 
 
 def gammaln_kernel(x):
     """log |gamma(x)|: +inf at 0 and the negative integers, the reflection formula below 0."""
-    pos = m.greater(x, 0.0)
-    r_pos = _lgam_pos(clamp_to(pos, x, 1.0))
-    xn = clamp_to(pos, -0.5, x)
+    y = _reflected(x)
+    lg = _lgam_pos(y)
     # log|gamma(x)| = log(pi / |sin(pi x)|) - log gamma(1 - x), and gamma(1 - x) = -x gamma(-x)
-    # with -x exact (1 - x would round)
-    s = m.absolute(sinpi(xn))
-    nx = m.negative(xn)
-    r_neg = m.subtract(m.subtract(LOGPI, m.log(m.multiply(s, nx))), _lgam_pos(nx))
-    r = where(pos, r_pos, r_neg)
+    # with y = -x exact (1 - x would round)
+    r_neg = m.subtract(m.subtract(LOGPI, m.log(m.multiply(m.absolute(sinpi(x)), y))), lg)
+    r = where(m.greater(x, 0.0), lg, r_neg)
     pole = m.logical_and(m.less_equal(x, 0.0), m.equal(m.floor(x), x))
     r = where(pole, INF, r)
     return where(m.isinf(x), where(m.greater(x, 0.0), INF, -INF), r)
@@ -138,34 +140,30 @@ def _gamma_stirling(x):
 
 def _gamma_pos(x):
     """gamma(x) for x > 0 (clamped by the caller); overflows to inf above 171.62. Below 33
-    the product (x-1)(x-2)... of up to 31 factors shifts to [2, 3), as Cephes' loop does."""
+    the product (x-1)(x-2)... of up to 31 factors shifts to [2, 3), as Cephes' loop does;
+    below 2, gamma(x) = gamma(x + k) / (x (x + 1)...), k = 1 or 2: one rational for all."""
     # Stirling's formula with Cephes' five-term correction is accurate from 33 on (as there)
     big = m.greater_equal(x, 33.0)
     r_big = _gamma_stirling(clamp_to(big, m.minimum(x, 180.0), 33.0))
     prod, y = _shift_product(clamp_to(big, 2.0, m.maximum(x, 2.0)), 2.0, 31)
-    t = m.subtract(y, 2.0)
-    r_mid = m.multiply(prod, m.true_divide(polevl(t, _G_P), polevl(t, _G_Q)))
-    # below 2: gamma(x) = gamma(x + k) / (x (x + 1) ... ), k = 1 or 2
     low = m.less(x, 2.0)
-    xl = clamp_to(low, x, 1.5)
-    up1 = m.greater_equal(xl, 1.0)
-    t = where(up1, m.subtract(xl, 1.0), xl)
+    up1 = m.greater_equal(x, 1.0)
+    t = where(low, where(up1, m.subtract(x, 1.0), x), m.subtract(y, 2.0))
     g23 = m.true_divide(polevl(t, _G_P), polevl(t, _G_Q))
-    r_low = where(up1, m.true_divide(g23, xl),
-                  m.true_divide(g23, m.multiply(xl, m.add(xl, 1.0))))
-    return where(big, where(m.greater(x, 171.7), INF, r_big), where(low, r_low, r_mid))
+    xl = clamp_to(low, x, 1.0)
+    r_low = m.true_divide(g23, where(up1, xl, m.multiply(xl, m.add(xl, 1.0))))
+    r = where(low, r_low, m.multiply(prod, g23))
+    return where(big, where(m.greater(x, 171.7), INF, r_big), r)
 
 
 def gamma_kernel(x):
     """The gamma function; NaN at the negative integers, +-inf at +-0 (as SciPy)."""
-    pos = m.greater(x, 0.0)
-    r_pos = _gamma_pos(clamp_to(pos, x, 1.0))
-    xn = clamp_to(pos, -0.5, x)
-    # gamma(x) = pi / (sin(pi x) gamma(1 - x)) with gamma(1 - x) = -x gamma(-x) (-x is exact,
-    # 1 - x would round); overflow of gamma(-x) below -171.6 gives 0 of the right sign
-    nx = m.negative(xn)
-    r_neg = m.true_divide(PI, m.multiply(m.multiply(sinpi(xn), nx), _gamma_pos(nx)))
-    r = where(pos, r_pos, r_neg)
+    y = _reflected(x)
+    g = _gamma_pos(y)
+    # gamma(x) = pi / (sin(pi x) gamma(1 - x)) with gamma(1 - x) = -x gamma(-x) (y = -x is
+    # exact, 1 - x would round); gamma(-x) overflowing below -171.6 gives 0 of the right sign
+    r_neg = m.true_divide(PI, m.multiply(m.multiply(sinpi(x), y), g))
+    r = where(m.greater(x, 0.0), g, r_neg)
     r = where(m.equal(x, 0.0), m.true_divide(1.0, x), r)
     neg_int = m.logical_and(m.less(x, 0.0), m.equal(m.floor(x), x))
     return where(neg_int, NAN, where(m.equal(x, INF), INF, r))
@@ -189,13 +187,12 @@ def _psi_pos(x):
 def digamma_kernel(x):
     """The digamma function psi = gamma'/gamma; -inf at +0, +inf at -0 and NaN at the negative
     integers (as SciPy)."""
-    pos = m.greater(x, 0.0)
-    r_pos = _psi_pos(clamp_to(pos, x, 1.0))
-    xn = clamp_to(pos, -0.5, x)
-    # psi(x) = psi(1 - x) - pi / tan(pi x), and psi(1 - x) = psi(-x) - 1/x (-x is exact)
-    r_neg = m.subtract(m.subtract(_psi_pos(m.negative(xn)), m.true_divide(1.0, xn)),
-                       m.true_divide(PI, m.tan(m.multiply(sinpi_reduced(xn), PI))))
-    r = where(pos, r_pos, r_neg)
+    y = _reflected(x)
+    p = _psi_pos(y)
+    # psi(x) = psi(1 - x) - pi / tan(pi x), and psi(1 - x) = psi(-x) - 1/x (y = -x exact)
+    r_neg = m.subtract(m.subtract(p, m.true_divide(1.0, x)),
+                       m.true_divide(PI, m.tan(m.multiply(sinpi_reduced(x), PI))))
+    r = where(m.greater(x, 0.0), p, r_neg)
     r = where(m.equal(x, 0.0), m.true_divide(-1.0, x), r)
     neg_int = m.logical_and(m.less(x, 0.0), m.equal(m.floor(x), x))
     return where(neg_int, NAN, where(m.equal(x, INF), INF, where(m.equal(x, -INF), NAN, r)))
@@ -293,10 +290,10 @@ def _polygamma1(x):
     r_pos = zeta(2.0, clamp_to(pos, x, 1.0))
     xn = clamp_to(pos, -0.5, x)
     s = sinpi(xn)
-    # psi'(1 - x) = psi'(-x) + 1/x**2 (-x exact)
-    r_neg = m.subtract(m.subtract(m.true_divide(PI * PI, m.multiply(s, s)),
-                                  zeta(2.0, m.negative(xn))),
-                       m.true_divide(1.0, m.multiply(xn, xn)))
+    # psi'(1 - x) = psi'(-x) - 1/x**2 (-x exact)
+    r_neg = m.add(m.subtract(m.true_divide(PI * PI, m.multiply(s, s)),
+                             zeta(2.0, m.negative(xn))),
+                  m.true_divide(1.0, m.multiply(xn, xn)))
     return where(pos, r_pos, r_neg)
 
 
