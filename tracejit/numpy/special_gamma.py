@@ -83,18 +83,29 @@ def _lgam_stirling(x):
 
 def _lgam_pos(x):
     """log gamma(x) for x > 0 (x clamped there by the caller); one rational for all of
-    (0, 13): on [2, 13) after the shift, and below 2 by lgam(x) = lgam(x + 1) - log(x) and
-    lgam(x + 2) - log(x) - log(x + 1), with t = x - 1 or x exact and log1p keeping the zero
-    at 1 accurate."""
+    (0, 13): on [2, 13) after the shift, below 2 through lgam(x) = lgam(x + 1) - log(x) and
+    lgam(x + 2) - log(x) - log(x + 1), with t = x - 2, x - 1 or x exact. The rational (fitted
+    on [2, 3)) holds to 1 ulp slightly below 2 as well (t >= -0.05): on [1.95, 2) and, shifted
+    by one, on [0.95, 1) it keeps the zeros at 1 and 2 accurate to full relative precision
+    (the other forms cancel there, as Cephes' do)."""
     big = m.greater_equal(x, 13.0)
     r_big = _lgam_stirling(clamp_to(big, x, 13.0))
     mid = m.logical_and(m.greater_equal(x, 2.0), m.logical_not(big))
     prod, y = _shift_product(clamp_to(mid, x, 2.0), 2.0, 11)
-    low = m.less(x, 1.0)
+    near2 = m.logical_and(m.greater_equal(x, 1.95), m.less(x, 2.0))
+    one = m.logical_and(m.greater_equal(x, 1.0), m.less(x, 1.95))
+    near1 = m.logical_and(m.greater_equal(x, 0.95), m.less(x, 1.0))
+    low = m.less(x, 0.95)
     t = where(mid, m.subtract(y, 2.0),
-              where(low, x, m.subtract(clamp_to(m.less(x, 2.0), x, 1.0), 1.0)))
-    corr = m.subtract(m.negative(m.log1p(t)), where(low, m.log(clamp_to(low, x, 1.0)), 0.0))
-    return where(big, r_big, m.add(_lgam_23(t), where(mid, m.log(prod), corr)))
+              where(near2, m.subtract(x, 2.0),
+                    where(m.logical_or(one, near1), m.subtract(x, 1.0), x)))
+    logx = m.log(clamp_to(m.logical_or(near1, low), x, 1.0))
+    corr = where(mid, m.log(prod),
+                 where(near2, 0.0,
+                       where(one, m.negative(m.log1p(t)),
+                             where(near1, m.negative(logx),
+                                   m.negative(m.add(logx, m.log1p(clamp_to(low, t, 0.0))))))))
+    return where(big, r_big, m.add(_lgam_23(t), corr))
 
 
 def _reflected(x):
@@ -210,8 +221,15 @@ psi = digamma
 
 
 def betaln_kernel(a, b):
-    """log |B(a, b)| = log|gamma(a)| + log|gamma(b)| - log|gamma(a + b)|."""
-    return m.subtract(m.add(gammaln_kernel(a), gammaln_kernel(b)), gammaln_kernel(m.add(a, b)))
+    """log |B(a, b)| = log|gamma(a)| + log|gamma(b)| - log|gamma(a + b)|; +inf where a or b is
+    a pole of gamma (0, -1, ..., -inf), -inf where one is +inf (as SciPy)."""
+    r = m.subtract(m.add(gammaln_kernel(a), gammaln_kernel(b)), gammaln_kernel(m.add(a, b)))
+    pole = m.logical_or(_pole(a), _pole(b))
+    return where(pole, INF, where(m.logical_or(m.equal(a, INF), m.equal(b, INF)), -INF, r))
+
+
+def _pole(x):
+    return m.logical_and(m.less_equal(x, 0.0), m.equal(m.floor(x), x))
 
 
 def _dbetaln(i):
@@ -267,16 +285,17 @@ zeta = ufunc("_zeta", zeta_kernel, (None, None))           # derivatives: of the
 def riemann_zeta_kernel(x):
     """The Riemann zeta function: the Euler-Maclaurin sum for x >= 0 (it continues
     analytically below 1), the reflection formula zeta(x) = 2**x pi**(x-1) sin(pi x/2)
-    gamma(1-x) zeta(1-x) below 0 (exact zeros at the negative even integers)."""
+    gamma(1-x) zeta(1-x) below 0 (exact zeros at the negative even integers); one sum for
+    both, on x or 1 - x."""
     pos = m.greater_equal(x, 0.0)
-    r_pos = _em_sum(clamp_to(pos, x, 2.0), 1.0)
+    y = where(pos, x, m.subtract(1.0, x))
+    z = _em_sum(clamp_to(m.logical_and(m.not_equal(y, 1.0), m.less(y, INF)), y, 2.0), 1.0)
     xn = clamp_to(pos, -1.0, x)
     nx = m.negative(xn)
-    g = m.multiply(nx, _gamma_pos(nx))                # gamma(1 - x), -x exact
+    g = m.multiply(nx, gamma(nx))                     # gamma(1 - x), -x exact
     r_neg = m.multiply(m.multiply(m.power(2.0, xn), m.power(PI, m.subtract(xn, 1.0))),
-                       m.multiply(sinpi(m.multiply(xn, 0.5)),
-                                  m.multiply(g, _em_sum(m.subtract(1.0, xn), 1.0))))
-    r = where(pos, r_pos, r_neg)
+                       m.multiply(sinpi(m.multiply(xn, 0.5)), m.multiply(g, z)))
+    r = where(pos, z, r_neg)
     return where(m.equal(x, 1.0), INF, where(m.equal(x, INF), 1.0, r))
 
 
@@ -285,16 +304,14 @@ riemann_zeta = ufunc("_riemann_zeta", riemann_zeta_kernel, (None,))
 
 def _polygamma1(x):
     """The trigamma function psi'(x): zeta(2, x) for x > 0, the reflection
-    pi**2 / sin(pi x)**2 - psi'(1 - x) below (NaN at the poles 0, -1, ...: inf - inf)."""
-    pos = m.greater(x, 0.0)
-    r_pos = zeta(2.0, clamp_to(pos, x, 1.0))
-    xn = clamp_to(pos, -0.5, x)
-    s = sinpi(xn)
-    # psi'(1 - x) = psi'(-x) - 1/x**2 (-x exact)
-    r_neg = m.add(m.subtract(m.true_divide(PI * PI, m.multiply(s, s)),
-                             zeta(2.0, m.negative(xn))),
-                  m.true_divide(1.0, m.multiply(xn, xn)))
-    return where(pos, r_pos, r_neg)
+    pi**2 / sin(pi x)**2 - psi'(1 - x) below, with psi'(1 - x) = psi'(-x) - 1/x**2 (-x exact):
+    one zeta for both (NaN at the poles 0, -1, ...: inf - inf)."""
+    y = _reflected(x)
+    z = zeta(2.0, y)
+    s = sinpi(x)
+    r_neg = m.add(m.subtract(m.true_divide(PI * PI, m.multiply(s, s)), z),
+                  m.true_divide(1.0, m.multiply(x, x)))
+    return where(m.greater(x, 0.0), z, r_neg)
 
 
 # modified Bessel functions of order 0 and 1 -----------------------------------------------
