@@ -14,11 +14,23 @@ import numpy as _np
 from .. import numpy as tnp
 from ..core import Tracer
 from ..errors import UnsupportedError
+from ..numpy._base import result_type
 from . import special as sp
 
 __all__ = ["norm", "t", "gamma", "beta", "poisson", "dirichlet", "multivariate_normal"]
 
 _LOG_2PI = 1.83787706640934548356
+
+
+def _as_result(out, *args):
+    """``out`` in the dtype NumPy's rules give ``args`` (Python numbers weak, integers to
+    float64): float32 data with Python-number parameters gives float32, as in JAX (SciPy
+    computes in float64; the constants here are computed in float64 and rounded once)."""
+    dt, _ = result_type(*args)
+    dt = dt if dt.kind == "f" else _np.dtype(_np.float64)
+    if isinstance(out, Tracer):
+        return out if out.dtype == dt else out.astype(dt)
+    return _np.asarray(out, dtype=dt)[()] if _np.ndim(out) == 0 else _np.asarray(out, dtype=dt)
 
 
 class _Continuous:
@@ -66,7 +78,8 @@ class _Continuous:
         out = fn(z, *shapes)
         if log_scale:
             out = tnp.subtract(out, tnp.log(scale))
-        return tnp.where(ok, out, _np.nan)
+        loc = self._args(args, kwargs)[1]
+        return _as_result(tnp.where(ok, out, _np.nan), x, loc, scale, *shapes)
 
     def logpdf(self, x, *args, **kwargs):
         """The log of the probability density at ``x``."""
@@ -97,8 +110,9 @@ class _Continuous:
         if self._ppf is None:
             raise UnsupportedError(f"tracejit.scipy.stats.{self.name}.ppf is not supported")
         shapes, loc, scale = self._args(args, kwargs)
-        return tnp.where(tnp.greater(scale, 0),
-                         tnp.add(loc, tnp.multiply(scale, self._ppf(q, *shapes))), _np.nan)
+        out = tnp.where(tnp.greater(scale, 0),
+                        tnp.add(loc, tnp.multiply(scale, self._ppf(q, *shapes))), _np.nan)
+        return _as_result(out, q, loc, scale, *shapes)
 
 
 def _norm_logpdf(z):
@@ -161,7 +175,8 @@ class _Poisson:
         kc = tnp.maximum(k, 0.0)
         v = tnp.subtract(tnp.subtract(sp.xlogy(kc, mu), sp.gammaln(tnp.add(kc, 1.0))), mu)
         ok = tnp.logical_and(tnp.greater_equal(k, 0), tnp.equal(tnp.floor(k), k))
-        return tnp.where(tnp.greater_equal(mu, 0), tnp.where(ok, v, -_np.inf), _np.nan)
+        out = tnp.where(tnp.greater_equal(mu, 0), tnp.where(ok, v, -_np.inf), _np.nan)
+        return _as_result(out, k, mu)
 
     def pmf(self, k, mu, loc=0):
         """P(K = k)."""
@@ -199,7 +214,8 @@ class _Dirichlet:
                              f"{tnp.shape(alpha)} and x.shape = {tnp.shape(x)}.")
         a = tnp.reshape(alpha, (k,) + (1,) * (tnp.ndim(x) - 1))
         lnb = tnp.subtract(tnp.sum(sp.gammaln(alpha)), sp.gammaln(tnp.sum(alpha)))
-        return tnp.subtract(tnp.sum(sp.xlogy(tnp.subtract(a, 1.0), x), axis=0), lnb)
+        out = tnp.subtract(tnp.sum(sp.xlogy(tnp.subtract(a, 1.0), x), axis=0), lnb)
+        return _as_result(out, x, alpha)
 
     def pdf(self, x, alpha):
         """The density at ``x``."""
@@ -235,6 +251,11 @@ class _MultivariateNormal:
             var = tnp.multiply(cov, _np.ones(d))
             maha = tnp.sum(tnp.true_divide(tnp.multiply(dev, dev), var), axis=-1)
             logdet = tnp.sum(tnp.log(var))
+        elif not isinstance(cov, Tracer):             # constant: factor it with NumPy now
+            chol = _np.linalg.cholesky(_np.asarray(cov, dtype=float))
+            z = tnp.matmul(dev, _np.linalg.inv(chol).T)
+            maha = tnp.sum(tnp.multiply(z, z), axis=-1)
+            logdet = 2.0 * float(_np.sum(_np.log(_np.diagonal(chol))))
         else:
             chol = _np.linalg.cholesky(cov)          # dispatches on tracers
             flat = tnp.reshape(dev, (-1, d))
@@ -242,7 +263,8 @@ class _MultivariateNormal:
             maha = tnp.reshape(tnp.sum(tnp.multiply(z, z), axis=0), tnp.shape(dev)[:-1])
             logdet = tnp.multiply(tnp.sum(tnp.log(tnp.diagonal(chol))), 2.0)
         out = tnp.multiply(tnp.add(tnp.add(maha, logdet), d * _LOG_2PI), -0.5)
-        return tnp.squeeze(out) if tnp.ndim(out) and tnp.shape(out) == (1,) else out
+        out = tnp.squeeze(out) if tnp.ndim(out) and tnp.shape(out) == (1,) else out
+        return _as_result(out, x, *[v for v in (mean, cov) if v is not None])
 
     def pdf(self, x, mean=None, cov=1):
         """The density at ``x``."""
