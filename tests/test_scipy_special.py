@@ -321,6 +321,13 @@ def test_an_unsupported_scipy_ufunc_says_so():
         tj.trace(lambda x: sc.jv(1.0, x))(A)
 
 
+def test_scipy_python_functions_on_tracers_point_to_tracejit_scipy():
+    """SciPy's Python-level functions convert their arguments, which a tracer cannot be: the
+    error names the tracejit.scipy function to use."""
+    with pytest.raises(tj.ConcretizationError, match=r"logsumexp.*tracejit\.scipy\.special"):
+        tj.trace(lambda x: sc.logsumexp(x))(A)
+
+
 def test_float32_in_python_functions_stays_float32():
     a = A.astype(np.float32)
     out = tj.trace(lambda v: sc.erf(v) + ts.logsumexp(v, axis=0) + sc.gammaln(v + 4))(a)
