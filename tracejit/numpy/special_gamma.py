@@ -195,6 +195,26 @@ def _psi_pos(x):
     return m.subtract(asym, acc)
 
 
+# digamma's positive root, as hi + lo, and its Taylor series there: psi(x0 + d) =
+# sum_n c_n d**n, c_n = (-1)**(n+1) zeta(n+1, x0) (computed with mpmath to 50 digits)
+_PSI_ROOT_HI, _PSI_ROOT_LO = 1.4616321449683622, 9.549995429965697e-17
+_PSI_ROOT_SERIES = (
+    0.9676722454476212, -0.4427631689835921, 0.258499760955651, -0.16394270544240652,
+    0.10782405069126237, -0.07219956125645471, 0.04880428816414311, -0.03316112647484736,
+    0.022597648232218104, -0.01542476590494896, 0.010538791616612175, -0.007204534386356869,
+    0.004926781395729853, -0.003369801655439328, 0.002305126326734928, -0.0015769367714301972,
+    0.0010788252019162967, -0.0007380709389960052, 0.000504953265834602, -0.0003454680251063077,
+    0.00023635601564027053, -0.00016170622091974803)
+
+
+def _psi_near_root(x):
+    """digamma(x) for |x - x0| < 1/4 with full relative accuracy (the shifted asymptotic sum
+    cancels to an absolute 3e-16 there): the Taylor series in d = x - x0, truncated below
+    1e-17 of the result."""
+    d = m.subtract(m.subtract(x, _PSI_ROOT_HI), _PSI_ROOT_LO)
+    return m.multiply(d, _series(d, _PSI_ROOT_SERIES))
+
+
 def digamma_kernel(x):
     """The digamma function psi = gamma'/gamma; -inf at +0, +inf at -0 and NaN at the negative
     integers (as SciPy)."""
@@ -203,6 +223,8 @@ def digamma_kernel(x):
     # psi(x) = psi(1 - x) - pi / tan(pi x), and psi(1 - x) = psi(-x) - 1/x (y = -x exact)
     r_neg = m.subtract(m.subtract(p, m.true_divide(1.0, x)),
                        m.true_divide(PI, m.tan(m.multiply(sinpi_reduced(x), PI))))
+    near = m.less(m.absolute(m.subtract(x, _PSI_ROOT_HI)), 0.25)
+    p = where(near, _psi_near_root(clamp_to(near, x, _PSI_ROOT_HI)), p)
     r = where(m.greater(x, 0.0), p, r_neg)
     r = where(m.equal(x, 0.0), m.true_divide(-1.0, x), r)
     neg_int = m.logical_and(m.less(x, 0.0), m.equal(m.floor(x), x))
