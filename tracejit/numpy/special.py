@@ -220,30 +220,38 @@ erfcx = ufunc("erfcx", erfcx_kernel,
 
 
 def ndtr_kernel(a):
-    """The standard normal CDF: the area under the Gaussian from -inf to x. In the tails
-    0.5 exp(-a**2/2) erfcx(|a|/sqrt(2)), with exp(-a**2/2) from ``a`` itself: the rounding of
-    a/sqrt(2) would cost a**2 ulp there (SciPy's 1e-13 at -23), in erfcx it costs one."""
+    """The standard normal CDF: the area under the Gaussian from -inf to x. For |x|/sqrt(2)
+    < 1, (1 + erf(x/sqrt(2)))/2; beyond, the tail 0.5 exp(-a**2/2) erfcx(|a|/sqrt(2)) with
+    exp(-a**2/2) from ``a`` itself: the rounding of a/sqrt(2) would cost a**2 ulp there
+    (SciPy's 1e-13 at -23), in erfcx it costs one."""
     x = m.multiply(a, SQRT1_2)
     z = m.absolute(x)
-    small = m.less(z, SQRT1_2)
-    r_small = m.add(0.5, m.multiply(0.5, _erf_small(clamp_to(small, x, 0.0))))
     tail = m.greater_equal(z, 1.0)
-    y_tail = m.multiply(m.multiply(exp_neg_square(a, 0.5), 0.5),
-                        _erfcx_large(clamp_to(tail, z, 1.0)))
-    y_mid = m.multiply(0.5, erfc_kernel(clamp_to(m.logical_or(small, tail), 0.75, z)))
-    y = where(tail, y_tail, y_mid)
-    r_big = where(m.greater(x, 0.0), m.subtract(1.0, y), y)
-    return where(m.isnan(a), NAN, where(small, r_small, r_big))
+    r_centre = m.add(0.5, m.multiply(0.5, _erf_small(clamp_to(tail, 0.0, x))))
+    y = m.multiply(m.multiply(exp_neg_square(a, 0.5), 0.5),
+                   _erfcx_large(clamp_to(tail, z, 1.0)))
+    r_tail = where(m.greater(x, 0.0), m.subtract(1.0, y), y)
+    return where(m.isnan(a), NAN, where(tail, r_tail, r_centre))
 
 
 def log_ndtr_kernel(a):
-    """The log of the standard normal CDF, accurate in both tails: log(erfcx(-t)/2) - t**2
-    below -1 (t = x/sqrt(2), as SciPy), log1p(-ndtr(-x)) above (ndtr's tail from x itself)."""
+    """The log of the standard normal CDF, accurate in both tails: log(erfcx(u)/2) - u**2
+    with u = -x/sqrt(2) below -1 (as SciPy), log1p(-ndtr(-x)) above; one erfcx rational and
+    one erf rational serve both."""
     t = m.multiply(a, SQRT1_2)
     low = m.less(a, -1.0)
-    tl = clamp_to(low, t, -1.0)
-    r_low = m.subtract(m.log(m.multiply(erfcx_kernel(m.negative(tl)), 0.5)), m.multiply(tl, tl))
-    r_high = m.log1p(m.negative(ndtr_kernel(m.negative(clamp_to(low, 0.0, a)))))
+    u = where(low, m.negative(t), t)                   # >= 1/sqrt(2) where low
+    big = m.greater_equal(u, 1.0)
+    cx = _erfcx_large(clamp_to(big, u, 1.0))           # erfcx(u), u >= 1
+    e = _erf_small(clamp_to(big, 0.0, u))              # erf(u), |u| < 1
+    # below -1: erfcx(u) = exp(u**2) (1 - erf(u)) for u < 1 (no overflow: u < 1 there)
+    ul = clamp_to(m.logical_and(low, m.logical_not(big)), u, 0.0)
+    erfcx_u = where(big, cx, m.multiply(m.exp(m.multiply(ul, ul)), m.subtract(1.0, e)))
+    r_low = m.subtract(m.log(m.multiply(erfcx_u, 0.5)), m.multiply(u, u))
+    # above -1: ndtr(-a) = erfc(u)/2, from exp(-a**2/2) of a itself in the tail
+    q = where(big, m.multiply(m.multiply(exp_neg_square(a, 0.5), 0.5), cx),
+              m.multiply(m.subtract(1.0, e), 0.5))
+    r_high = m.log1p(m.negative(q))
     return where(low, r_low, r_high)
 
 
