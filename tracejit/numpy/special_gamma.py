@@ -129,34 +129,33 @@ def gammaln_kernel(x):
 
 
 # gamma ------------------------------------------------------------------------------------
-# Cephes Gamma: a rational on [2, 3), Stirling's formula with a correction series above 13
+# Cephes Gamma's rational on [2, 3); Stirling's series above 13
 _G_P = (1.60119522476751861407E-4, 1.19135147006586384913E-3, 1.04213797561761569935E-2,
         4.76367800457137231464E-2, 2.07448227648435975150E-1, 4.94214826801497100753E-1,
         9.99999999999999996796E-1)
 _G_Q = (-2.31581873324120129819E-5, 5.39605580493303397842E-4, -4.45641913851797240494E-3,
         1.18139785222060435552E-2, 3.58236398605498653373E-2, -2.34591795718243348568E-1,
         7.14304917030273074085E-2, 1.00000000000000000320E0)
-_STIR = (7.87311395793093628397E-4, -2.29549961613378126380E-4, -2.68132617805781232825E-3,
-         3.47222221605458667310E-3, 8.33333333333482257126E-2)
 
 
 def _gamma_stirling(x):
-    """gamma(x) for 33 <= x <= 171.7 (x**(x - 1/2) split in two halves: no overflow)."""
-    w = m.true_divide(1.0, x)
-    w = m.add(1.0, m.multiply(w, polevl(w, _STIR)))
+    """gamma(x) for 13 <= x <= 180: sqrt(2 pi) x**(x - 1/2) exp(-x) exp(S(x)) with Stirling's
+    series S (eight terms: below 1e-17 from 13 on); x**(x - 1/2) in two halves (no
+    overflow before the result's own)."""
+    w = m.true_divide(1.0, m.multiply(x, x))
+    corr = m.exp(m.true_divide(_series(w, _STIRLING), x))
     v = m.power(x, m.subtract(m.multiply(x, 0.5), 0.25))
     y = m.multiply(v, m.true_divide(v, m.exp(x)))
-    return m.multiply(m.multiply(2.50662827463100050242, y), w)
+    return m.multiply(m.multiply(2.50662827463100050242, y), corr)
 
 
 def _gamma_pos(x):
-    """gamma(x) for x > 0 (clamped by the caller); overflows to inf above 171.62. Below 33
-    the product (x-1)(x-2)... of up to 31 factors shifts to [2, 3), as Cephes' loop does;
+    """gamma(x) for x > 0 (clamped by the caller); overflows to inf above 171.62. From 2 to
+    13 the product (x-1)(x-2)... of up to 11 factors shifts to [2, 3), as Cephes' loop does;
     below 2, gamma(x) = gamma(x + k) / (x (x + 1)...), k = 1 or 2: one rational for all."""
-    # Stirling's formula with Cephes' five-term correction is accurate from 33 on (as there)
-    big = m.greater_equal(x, 33.0)
-    r_big = _gamma_stirling(clamp_to(big, m.minimum(x, 180.0), 33.0))
-    prod, y = _shift_product(clamp_to(big, 2.0, m.maximum(x, 2.0)), 2.0, 31)
+    big = m.greater_equal(x, 13.0)
+    r_big = _gamma_stirling(clamp_to(big, m.minimum(x, 180.0), 13.0))
+    prod, y = _shift_product(clamp_to(big, 2.0, m.maximum(x, 2.0)), 2.0, 11)
     low = m.less(x, 2.0)
     up1 = m.greater_equal(x, 1.0)
     t = where(low, where(up1, m.subtract(x, 1.0), x), m.subtract(y, 2.0))
