@@ -186,8 +186,8 @@ class Tracer:
     def __array__(self, dtype=None, copy=None):
         value = np.asarray(self._concrete(
             "Converting to a NumPy array (np.asarray / __array__, or storing it into a NumPy "
-            "array)", _scipy_hint() + "Use tracejit.numpy (or plain NumPy functions, which dispatch to tracejit "
-            "on tracers) instead of forcing a concrete array; to store traced values into an "
+            "array)", _scipy_hint() + "Use tracejit.numpy (or plain NumPy functions, which "
+            "dispatch to tracejit on tracers) instead of forcing a concrete array; to store traced values into an "
             "array, create it inside the function with np.zeros/np.empty/np.array (which trace) "
             "or update it functionally with x.at[idx].set(v). To index a NumPy array c with "
             "traced indices, write np.array(c)[i] in the function (it traces) or "

@@ -96,7 +96,7 @@ def ufunc(name, kernel, derivs):
         if len(args) != nin:
             raise TypeError(f"{name} takes {nin} argument(s), got {len(args)}")
         args = [as_traceable(a) if isinstance(a, (list, tuple)) else a for a in args]
-        dt, weak = result_type(*args)
+        dt, _ = result_type(*args)
         if dt.kind == "c":
             raise DTypeError(f"scipy.special.{name} of complex operands is not supported by "
                              f"tracejit; pass real (float32/float64) arrays")
@@ -429,6 +429,7 @@ def kl_div_kernel(x, y):
 
 
 def _pos_part(c, v):
+    """``v`` where ``c``, else 0 (a derivative that is 0 off the region ``c``)."""
     return where(c, v, 0.0)
 
 
@@ -442,7 +443,11 @@ xlog1py = ufunc("xlog1py", xlog1py_kernel,
 entr = ufunc("entr", entr_kernel,
              [lambda a, ans: _pos_part(m.greater_equal(a[0], 0.0),
                                        m.negative(m.add(m.log(a[0]), 1.0)))])
-_pos2 = (lambda a: m.logical_and(m.greater(a[0], 0.0), m.greater(a[1], 0.0)))
+def _pos2(a):
+    """Both operands positive: where x log(x/y) is differentiable."""
+    return m.logical_and(m.greater(a[0], 0.0), m.greater(a[1], 0.0))
+
+
 rel_entr = ufunc("rel_entr", rel_entr_kernel,
                  [lambda a, ans: _pos_part(_pos2(a), m.add(m.log(m.true_divide(a[0], a[1])), 1.0)),
                   lambda a, ans: _pos_part(_pos2(a), m.negative(m.true_divide(a[0], a[1])))])
