@@ -49,9 +49,12 @@ KNOWN_FRONT_END_CIRCLES = frozenset(
      "tracejit.control", "tracejit.core", "tracejit.custom", "tracejit.derivatives",
      "tracejit.interpret", "tracejit.passes", "tracejit.signature", "tracejit.test_util"]
     + [f"tracejit.numpy{m}" for m in (
-        "", "._base", ".counting", ".creation", ".dispatch", ".einsum", ".extra", ".fft", ".floatfns",
-        ".indexing", ".intercept", ".intrange", ".linalg", ".logic", ".math", ".methods",
-        ".mutation", ".nanfuncs", ".nonzero", ".reductions", ".shape", ".signal", ".sorting", ".tail")]
+        "", "._base", ".counting", ".creation", ".dispatch", ".einsum", ".extra", ".fft",
+        ".floatfns", ".indexing", ".intercept", ".intrange", ".linalg", ".logic", ".math",
+        ".methods", ".mutation", ".nanfuncs", ".nonzero", ".reductions", ".shape", ".signal",
+        ".sorting", ".tail",
+        # SciPy's ufuncs reach them from Tracer.__array_ufunc__ as NumPy's reach the others
+        ".special", ".special_gamma")]
     # (a new module of the NumPy layer joins it like every other; every ops module via core)
     + [f"tracejit.ops.{m}" for m in ("contraction", "control", "elementwise", "fft",
                                      "reductions", "sorting", "structural")]

@@ -12,6 +12,7 @@ import contextvars
 import gc
 import operator
 import os
+import sys
 import threading
 from typing import Any, Callable
 
@@ -185,8 +186,8 @@ class Tracer:
     def __array__(self, dtype=None, copy=None):
         value = np.asarray(self._concrete(
             "Converting to a NumPy array (np.asarray / __array__, or storing it into a NumPy "
-            "array)", "Use tracejit.numpy (or plain NumPy functions, which dispatch to tracejit "
-            "on tracers) instead of forcing a concrete array; to store traced values into an "
+            "array)", _scipy_hint() + "Use tracejit.numpy (or plain NumPy functions, which "
+            "dispatch to tracejit on tracers) instead of forcing a concrete array; to store traced values into an "
             "array, create it inside the function with np.zeros/np.empty/np.array (which trace) "
             "or update it functionally with x.at[idx].set(v). To index a NumPy array c with "
             "traced indices, write np.array(c)[i] in the function (it traces) or "
@@ -226,6 +227,24 @@ class Tracer:
     def __array_function__(self, func, types, args, kwargs):
         from .numpy.dispatch import array_function
         return array_function(func, args, kwargs)
+
+
+def _scipy_hint() -> str:
+    """For a SciPy function that converts its arguments (scipy.special.logsumexp, a
+    scipy.stats method): the tracejit.scipy function to call instead."""
+    frame, outer = sys._getframe(2), None
+    while frame is not None:
+        if frame.f_globals.get("__name__", "").startswith("scipy."):
+            outer = frame
+        elif outer is not None:
+            break
+        frame = frame.f_back
+    if outer is None:
+        return ""
+    part = outer.f_globals["__name__"].split(".")[1]
+    name = outer.f_code.co_name
+    return (f"SciPy's {name} (scipy.{part}) converts its arguments to NumPy arrays; on traced "
+            f"arrays call tracejit.scipy.{part}'s instead (import tracejit.scipy.{part}). ")
 
 
 class Builder:

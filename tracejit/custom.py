@@ -81,10 +81,20 @@ custom_vjp_lin_p = Primitive("custom_vjp_lin", "control", _lin_shape, _lin_impl,
                              multiple_results=True)
 
 
-def _trace_call(fun, args, what):
-    """(graph, leaves, in_tree, out_tree) of ``fun(*args)``."""
+def _trace_call(fun, args, what, cache=None):
+    """(graph, leaves, in_tree, out_tree) of ``fun(*args)``; ``cache``: a dict keeping the
+    graph per argument structure and types, for functions known to be pure (the primal
+    graph of such a function is the same at every call with those types)."""
     leaves, in_tree = tree.flatten(tuple(args))
     types = [leaf_type(x, f"argument {i}") for i, x in enumerate(leaves)]
+    if cache is not None:
+        key = (in_tree, tuple(t.strong() for t in types))
+        if key not in cache:
+            if len(cache) >= 256:                 # bounded: one entry per shape seen
+                cache.clear()
+            cache[key] = _trace_call(fun, args, what)[::3]        # (graph, out_tree)
+        graph, out_tree = cache[key]
+        return graph, leaves, in_tree, out_tree
     box = []
 
     def flat(*tracers):
@@ -111,6 +121,9 @@ class custom_jvp:
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.jvp_rule = None
+        # tracejit's own pure functions (tracejit.numpy.special) set a dict here: their graph
+        # is traced once per argument types instead of at every call
+        self.trace_cache = None
 
     def defjvp(self, rule):
         """Set ``rule(primals, tangents) -> (primal_out, tangent_out)``; returns ``rule``."""
@@ -124,7 +137,8 @@ class custom_jvp:
         leaves = tree.flatten(tuple(args))[0]
         if not _needs_trace(leaves):
             return self.fun(*args)
-        graph, leaves, in_tree, out_tree = _trace_call(self.fun, args, "custom_jvp")
+        graph, leaves, in_tree, out_tree = _trace_call(self.fun, args, "custom_jvp",
+                                                       self.trace_cache)
         rule = _jvp_rule_adapter(self.jvp_rule, in_tree, out_tree)
         outs = custom_jvp_call_p.bind(*leaves, call=graph, jvp=rule)
         return tree.unflatten(out_tree, outs)

@@ -32,9 +32,10 @@ def array_ufunc(ufunc, method, inputs, kwargs):
                                f"result")
     dtype = kwargs.get("dtype")
     if method == "__call__":
-        fn = getattr(tnp, name, None)
+        fn = getattr(tnp, name, None) if _is_numpy(ufunc) else _foreign(ufunc)
         if fn is None:
-            raise UnsupportedError(f"the ufunc numpy.{ufunc.__name__} is not supported by "
+            owner = "numpy." if _is_numpy(ufunc) else ""
+            raise UnsupportedError(f"the ufunc {owner}{ufunc.__name__} is not supported by "
                                    f"tracejit on traced arrays")
         out = fn(*inputs)
         out = out.astype(dtype) if dtype is not None else out
@@ -50,6 +51,18 @@ def array_ufunc(ufunc, method, inputs, kwargs):
         return getattr(tnp, name)(tnp.reshape(a, tuple(tnp.shape(a)) + (1,) * tnp.ndim(b)), b)
     raise UnsupportedError(f"numpy.{ufunc.__name__}.{method} is not supported by tracejit on "
                            f"traced arrays")
+
+
+def _is_numpy(ufunc) -> bool:
+    import numpy as np
+    return getattr(np, ufunc.__name__, None) is ufunc
+
+
+def _foreign(ufunc):
+    """A ufunc of another library: SciPy's special functions (``special_gamma.UFUNCS``), by
+    name; None for others (the caller says it is unsupported)."""
+    from .special_gamma import UFUNCS
+    return UFUNCS.get(ufunc.__name__)
 
 
 def _into(ufunc, method, inputs, kwargs, out):

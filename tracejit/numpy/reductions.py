@@ -147,9 +147,18 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, 
 @implements(np.std)
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None,
         correction=None):
-    from .math import sqrt
-    return sqrt(var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims,
-                    correction=correction))
+    """Standard deviation sqrt(var). Derivative convention (as autograd): where the variance
+    is exactly 0 (one element, or constant data) every derivative is 0, not NaN (sqrt's
+    derivative there is inf, times var's zero derivative); the values are sqrt(var)'s."""
+    from .logic import where as select
+    from .math import equal, sqrt
+    v = var(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims, where=where,
+            correction=correction)
+    if not isinstance(v, Tracer):
+        return sqrt(v)
+    zero = equal(v, 0)
+    # the square root of a stand-in 1 where v == 0 keeps sqrt's inf slope off the derivative
+    return select(zero, 0, sqrt(select(zero, 1, v)))
 
 
 def _arg(prim, opname):
