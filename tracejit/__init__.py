@@ -18,6 +18,7 @@ from .checkpoint import checkpoint, remat, residual_bytes  # noqa: F401
 from .transforms.batching import vmap  # noqa: F401
 from .callback import pure_callback  # noqa: F401
 from . import debug  # noqa: F401
+from .ode import odeint  # noqa: F401
 from . import tree  # noqa: F401
 from .tree import register_pytree_node  # noqa: F401
 from .errors import (TracerError, ConcretizationError, ShapeError, DTypeError,  # noqa: F401
