@@ -48,10 +48,10 @@ KNOWN_FRONT_END_CIRCLES = frozenset(
      "tracejit.checkpoint",
      "tracejit.control", "tracejit.core", "tracejit.custom", "tracejit.derivatives",
      "tracejit.interpret", "tracejit.passes", "tracejit.signature", "tracejit.test_util",
-     # issue 18's callbacks: imported by the package root and importing core, they close the
-     # circle through backend/engine/jit.py -> tracejit (__version__, UPWARD_EXCEPTIONS);
-     # moving the version to a module of its own takes them (and it) out
-     "tracejit.callback", "tracejit.debug", "tracejit.ops.callback"]
+     # issue 18's callbacks and odeint: imported by the package root and importing core,
+     # they close the circle through backend/engine/jit.py -> tracejit (__version__, see
+     # UPWARD_EXCEPTIONS); moving the version to a module of its own takes them out
+     "tracejit.callback", "tracejit.debug", "tracejit.ops.callback", "tracejit.ode"]
     + [f"tracejit.numpy{m}" for m in (
         "", "._base", ".counting", ".creation", ".dispatch", ".einsum", ".extra", ".fft",
         ".indexing", ".intercept", ".intrange", ".linalg", ".logic", ".math", ".methods",

@@ -145,3 +145,21 @@ def test_hmax_and_mxstep():
     # one step per output interval from a tiny initial step: far from the solution
     short = tj.odeint(decay, y0, t, 0.7, mxstep=1)
     assert np.all(np.isfinite(short)) and np.max(np.abs(short - exact)) > 1e-3
+
+
+def test_adjoint_gradients_agree_with_the_tape_and_finite_differences():
+    y0, a, t = np.array([1.0, 0.5]), np.array(1.1), np.array([0.0, 0.7, 1.5])
+
+    def loss(y0, a, t, adjoint):
+        ys = tj.odeint(lotka_volterra, y0, t, a, 0.4, adjoint=adjoint)
+        return np.sum(ys[1:] ** 2 * np.arange(1, len(t))[:, None])
+
+    tape = tj.jit(tj.grad(loss, argnums=(0, 1, 2)), static_argnums=3)(y0, a, t, False)
+    adjoint = tj.jit(tj.grad(loss, argnums=(0, 1, 2)), static_argnums=3)(y0, a, t, True)
+    for x, w in zip(adjoint, tape):            # both within the solver's tolerance
+        np.testing.assert_allclose(x, w, rtol=1e-6)
+    tj.test_util.check_grads(lambda y0, a, t: loss(y0, a, t, True), (y0, a, t), order=1,
+                             modes=("rev",))
+    per_lane = tj.jit(tj.vmap(tj.grad(lambda y0, a: loss(y0, a, t, True))))(
+        np.stack([y0, 2 * y0]), np.stack([a, a]))
+    np.testing.assert_allclose(per_lane[0], adjoint[0], rtol=1e-12)

@@ -24,7 +24,9 @@ import numpy as np
 from . import tree
 from .api import jit
 from .control import scan, while_loop
-from .custom import stop_gradient
+from .ad import vjp
+from .custom import custom_vjp, stop_gradient
+from .numpy import take
 
 __all__ = ["odeint"]
 
@@ -133,18 +135,31 @@ def _unravel(v, like, leading=()):
     return tree.unflatten(treedef, out)
 
 
-def _solve(func, rtol, atol, mxstep, hmax, y0, ts, *args):
+def _solve(func, rtol, atol, mxstep, hmax, adjoint, y0, ts, *args):
+    """``odeint`` on a pytree ``y0`` (traced once per signature by ``_solve_jit``)."""
     flat0, y_tree = _ravel(y0)
     dtype = flat0.dtype
     ts = ts.astype(np.result_type(ts.dtype, dtype))     # times at least as precise as y
 
-    def fun(y, t):
-        dy = func(_unravel(y, y0), t, *args)
-        flat, tree_ = _ravel(dy)
+    def flat_func(y, t, *a):
+        flat, tree_ = _ravel(func(_unravel(y, y0), t, *a))
         if tree_ != y_tree:
             raise ValueError(f"odeint: func returned a value of structure {tree_}, but y0 "
                              f"has structure {y_tree}")
         return flat.astype(dtype)
+
+    solve = _adjoint(flat_func, rtol, atol, mxstep, hmax) if adjoint else \
+        functools.partial(_dopri, flat_func, rtol, atol, mxstep, hmax)
+    return _unravel(solve(flat0, ts, *args), y0, leading=(ts.shape[0],))
+
+
+def _dopri(func, rtol, atol, mxstep, hmax, y0, ts, *args):
+    """The solution of ``dy/dt = func(y, t, *args)`` (``y`` a flat vector) at the times
+    ``ts``, as rows."""
+    dtype = y0.dtype
+
+    def fun(y, t):
+        return func(y, t, *args)
 
     def clip(dt):
         return stop_gradient(np.minimum(np.maximum(dt, 0.0), hmax)).astype(ts.dtype)
@@ -175,20 +190,63 @@ def _solve(func, rtol, atol, mxstep, hmax, y0, ts, *args):
         return (y, f, t, dt, last_t, coeff), out
 
     t0 = ts[0]
-    f0 = fun(flat0, t0)
-    dt0 = clip(_initial_step(fun, t0, flat0, 4, rtol, atol, f0))
-    coeff0 = np.stack([flat0] * 5)
-    _, ys = scan(advance, (flat0, f0, t0, dt0, t0, coeff0), ts[1:])
-    return _unravel(np.concatenate([flat0[None], ys]), y0, leading=(ts.shape[0],))
+    f0 = fun(y0, t0)
+    dt0 = clip(_initial_step(fun, t0, y0, 4, rtol, atol, f0))
+    coeff0 = np.stack([y0] * 5)
+    _, ys = scan(advance, (y0, f0, t0, dt0, t0, coeff0), ts[1:])
+    return np.concatenate([y0[None], ys])
+
+
+def _adjoint(func, rtol, atol, mxstep, hmax):
+    """``_dopri`` whose reverse mode solves the adjoint ODE backwards in time instead of
+    reading a tape (JAX's method: Chen et al. 2018, appendix C): memory independent of the
+    number of steps; the gradient is that of the ODE, to the solver's tolerance."""
+    solve = custom_vjp(functools.partial(_dopri, func, rtol, atol, mxstep, hmax))
+
+    def fwd(y0, ts, *args):
+        ys = _dopri(func, rtol, atol, mxstep, hmax, y0, ts, *args)
+        return ys, (ys, ts, args)
+
+    def aug_dynamics(state, t, *args):
+        y, y_bar = state[0], state[1]
+        # time runs backwards (the adjoint is integrated over -t, increasing)
+        y_dot, vjp_fn = vjp(func, y, -t, *args)
+        y_ct, t_ct, *args_ct = vjp_fn(y_bar)
+        return -y_dot, y_ct, t_ct, tuple(args_ct)
+
+    def bwd(res, g):
+        ys, ts, args = res
+
+        def step(carry, i):
+            # take: a residual may be a constant NumPy array, which a traced i cannot index
+            y_i, t_i, g_i = (take(x, i, axis=0) for x in (ys, ts, g))
+            y_bar, t0_bar, args_bar = carry
+            t_bar = np.sum(func(y_i, t_i, *args) * g_i)   # moving the output time
+            state = (y_i, y_bar, t0_bar - t_bar, args_bar)
+            _, y_bar, t0_bar, args_bar = _solve(
+                aug_dynamics, rtol, atol, mxstep, hmax, False, state,
+                np.stack([-t_i, -take(ts, i - 1, axis=0)]), *args)
+            y_bar, t0_bar, args_bar = tree.tree_map(lambda x: x[1], (y_bar, t0_bar, args_bar))
+            return (y_bar + take(g, i - 1, axis=0), t0_bar, args_bar), t_bar
+
+        init = (g[-1], np.zeros((), ts.dtype), tree.tree_map(np.zeros_like, args))
+        n = ts.shape[0]
+        (y_bar, t0_bar, args_bar), rev_ts_bar = scan(step, init, np.arange(n - 1, 0, -1))
+        ts_bar = np.concatenate([t0_bar[None], rev_ts_bar[::-1]])
+        return (y_bar, ts_bar, *args_bar)
+
+    solve.defvjp(fwd, bwd)
+    return solve
 
 
 @functools.cache
 def _solve_jit():
     """The traced solver (made on first use: tracing machinery is not ready at import)."""
-    return jit(_solve, static_argnums=(0, 1, 2, 3, 4))
+    return jit(_solve, static_argnums=(0, 1, 2, 3, 4, 5))
 
 
-def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=np.inf, hmax=np.inf):
+def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=np.inf, hmax=np.inf,
+           adjoint=False):
     """Integrate ``dy/dt = func(y, t, *args)`` from ``y(t[0]) = y0``; return ``y`` at every
     time in ``t`` (JAX's ``jax.experimental.ode.odeint``).
 
@@ -199,11 +257,15 @@ def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=np.inf, hmax=np.
     reached, the result there is extrapolated, as JAX), ``hmax`` the step size.
 
     Differentiable (forward and reverse mode, through the loops; step sizes carry no
-    derivative) and vmappable (each lane takes its own steps). ``func``, ``rtol``, ``atol``,
-    ``mxstep`` and ``hmax`` are static: a new ``func`` object (a fresh lambda) traces again.
+    derivative) and vmappable (each lane takes its own steps). ``adjoint=True``: reverse mode
+    solves the adjoint ODE backwards instead (JAX's method; memory independent of the number
+    of steps, no forward mode, ``func`` must not close over traced values: pass them in
+    ``args``). ``func``, ``rtol``, ``atol``, ``mxstep``, ``hmax`` and ``adjoint`` are static:
+    a new ``func`` object (a fresh lambda) traces again.
     """
     t = np.asarray(t) if not hasattr(t, "ty") else t
     if len(np.shape(t)) != 1 or np.shape(t)[0] < 1:
         raise ValueError(f"odeint: t must be a 1-d array of at least one time, got shape "
                          f"{np.shape(t)}")
-    return _solve_jit()(func, float(rtol), float(atol), float(mxstep), float(hmax), y0, t, *args)
+    return _solve_jit()(func, float(rtol), float(atol), float(mxstep), float(hmax),
+                        bool(adjoint), y0, t, *args)
