@@ -15,14 +15,6 @@ sp = pytest.importorskip("scipy.special", reason="SciPy is the host code these t
 rng = np.random.default_rng(18)
 
 
-@pytest.fixture(params=["llvm", "interpret"])
-def backend(request):
-    saved = tj.config.backend
-    tj.config.backend = request.param
-    yield request.param
-    tj.config.backend = saved
-
-
 def _erf_twice(x):
     return sp.erf(2.0 * x)
 

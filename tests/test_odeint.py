@@ -28,14 +28,6 @@ PROBLEMS = {
 }
 
 
-@pytest.fixture(params=["llvm", "interpret"])
-def backend(request):
-    saved = tj.config.backend
-    tj.config.backend = request.param
-    yield request.param
-    tj.config.backend = saved
-
-
 @pytest.mark.parametrize("name", sorted(PROBLEMS))
 def test_matches_solve_ivp(backend, name):
     func, make_y0, args = PROBLEMS[name]
