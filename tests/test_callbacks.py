@@ -244,3 +244,19 @@ def test_disk_cache_keeps_native_parts_and_calls_the_right_callback(tmp_path):
     assert first[1]["compiled"] >= 1
     second = run(2.0)
     assert second == ("y=4.0", {"ok": True, "compiled": 0, "loaded": first[1]["compiled"]})
+
+
+def test_artifacts_refuse_a_callback_and_keep_a_print():
+    """A Python callable has no data form: exporting a graph that calls one is refused (or
+    left out when not strict); a print (a format string and a pytree structure) is data."""
+    from tracejit.artifact import ArtifactError
+
+    calls = tj.jit(lambda v: tj.pure_callback(np.tanh, v, v) * 2.0)
+    prints = tj.jit(lambda v: (tj.debug.print("v={}", v), v * 2.0)[1])
+    x = np.ones(2)
+    calls(x)
+    prints(x)
+    with pytest.raises(ArtifactError, match="pure_callback"):
+        calls.export_artifact(strict=True)
+    assert "0 signature" in repr(calls.export_artifact(strict=False))
+    assert "1 signature" in repr(prints.export_artifact(strict=True))
