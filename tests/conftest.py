@@ -24,3 +24,12 @@ def interpret_backend():
     tracejit.config.backend = "interpret"
     yield
     tracejit.config.backend = saved
+
+
+@pytest.fixture(params=["llvm", "interpret"])
+def backend(request):
+    """Run a test once on each backend (the llvm backend and its oracle, the interpreter)."""
+    saved = tracejit.config.backend
+    tracejit.config.backend = request.param
+    yield request.param
+    tracejit.config.backend = saved

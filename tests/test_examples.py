@@ -8,7 +8,8 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = ["quickstart.py", "pendulum.py", "newton.py", "per_example_gradients.py",
-            "newton_hessian.py", "mlp.py", "taylor_and_bisection.py", "distributed_sweep.py"]
+            "newton_hessian.py", "mlp.py", "taylor_and_bisection.py", "distributed_sweep.py",
+            "neural_ode.py"]
 
 
 @pytest.mark.parametrize("name", EXAMPLES)

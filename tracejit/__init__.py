@@ -16,6 +16,9 @@ from . import test_util  # noqa: F401
 from .control import cond, switch, while_loop, fori_loop, scan  # noqa: F401
 from .checkpoint import checkpoint, remat, residual_bytes  # noqa: F401
 from .transforms.batching import vmap  # noqa: F401
+from .callback import pure_callback  # noqa: F401
+from . import debug  # noqa: F401
+from .ode import odeint  # noqa: F401
 from . import tree  # noqa: F401
 from .tree import register_pytree_node  # noqa: F401
 from .errors import (TracerError, ConcretizationError, ShapeError, DTypeError,  # noqa: F401

@@ -244,7 +244,8 @@ def _custom_vjp_call_jvp(primals, tangents, *, call, fwd, bwd):
 
 
 def _custom_vjp_lin_transpose(cts, *args, bwd, res_tree, n_res, out_types, arg_types):
-    res = tree.unflatten(res_tree, list(args[:n_res]))
+    # a residual that was a literal operand reaches bwd as the user's value, as in fwd
+    res = tree.unflatten(res_tree, _user_values(args[:n_res]))
     cts = [ad.instantiate(c, t) for c, t in zip(cts, out_types)]
     cts_in = bwd(res, cts)
     out = [None] * n_res

@@ -185,6 +185,8 @@ def _format_param(value, namer, indent) -> str:
         return "\n" + _print_graph(value, namer, indent + 4)
     if isinstance(value, (tuple, list)) and value and all(isinstance(v, Graph) for v in value):
         return "(" + ",".join("\n" + _print_graph(g, namer, indent + 4) for g in value) + ")"
+    if isinstance(value, Type):
+        return str(value)
     if isinstance(value, np.dtype):
         return dtypes.SHORT.get(value, str(value))
     if isinstance(value, tuple):
@@ -206,7 +208,8 @@ def _print_graph(g: Graph, namer: _Namer, indent: int, provenance=False) -> str:
         params = " ".join(f"{k}={_format_param(v, namer, indent)}"
                           for k, v in sorted(eqn.params.items()))
         args = " ".join(namer(a) for a in eqn.invars)
-        text = f"{pad}    {outs} = {eqn.prim.name}" + (f"[{params}]" if params else "")
+        text = f"{pad}    {outs + ' = ' if outs else ''}{eqn.prim.name}" + \
+            (f"[{params}]" if params else "")
         text += f" {args}" if args else ""
         if provenance and eqn.source:
             text += f"    # {eqn.source}"

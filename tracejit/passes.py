@@ -7,8 +7,9 @@
 - ``sink_negations``: float negations carried into the products and sums that use them
   ((-a)*b = -(a*b), a + (-b) = a - b, ...), exact but for the sign of a NaN (see there).
 - ``cse``: equal equations (same primitive, params and operands; either order for add and mul)
-  are computed once.
-- ``dce``: equations whose results are unused are dropped.
+  are computed once (never two with an effect).
+- ``dce``: equations whose results are unused are dropped (not those that can raise or have
+  an effect, ``has_effect``: a print).
 - ``inline_calls`` (first): custom_jvp/custom_vjp calls become their primal equations and
   stop_gradient disappears; their rules matter only to AD, which runs on the raw trace.
 Each pass preserves the graph's interface; ``simplify`` runs them to a fixed point and verifies
@@ -75,7 +76,7 @@ def dce(graph: Graph) -> Graph:
     and needs no primal gather)."""
     kept, live, checked = _live(graph, ())
     dead = [e for e in graph.eqns if _may_raise(e) and id(e) not in kept
-            and not (e.prim.name != "check" and _index_check(e) in checked)]
+            and not (e.prim.name in ("take", "scatter") and _index_check(e) in checked)]
     if dead:
         kept, live, _ = _live(graph, {id(e) for e in dead})
     eqns = [_prune_records(e, live) if e.prim.name == "while_record" else e
@@ -100,10 +101,26 @@ def _live(graph: Graph, roots: set) -> tuple[set, set, set]:
 
 
 def _may_raise(eqn: Eqn) -> bool:
-    """A run-time check, or a gather/scatter whose index is computed (literal indices were
-    checked while tracing)."""
+    """A run-time check, a gather/scatter whose index is computed (literal indices were
+    checked while tracing), or an equation with an effect (``has_effect``)."""
     return eqn.prim.name == "check" or \
-        eqn.prim.name in ("take", "scatter") and isinstance(eqn.invars[1], Var)
+        eqn.prim.name in ("take", "scatter") and isinstance(eqn.invars[1], Var) or \
+        has_effect(eqn)
+
+
+def has_effect(eqn: Eqn) -> bool:
+    """Whether ``eqn`` does something besides computing its results (``props["effect"]``,
+    e.g. ``debug_print``), itself or in a sub-graph: such an equation is never dropped nor
+    merged with an equal one, and the backend keeps effects in program order."""
+    if eqn.prim.props.get("effect"):
+        return True
+    if eqn.prim.kind != "control" and not eqn.prim.props.get("inline"):
+        return False
+    for value in eqn.params.values():
+        graphs = value if isinstance(value, tuple) else (value,)
+        if any(isinstance(g, Graph) and any(has_effect(e) for e in g.eqns) for g in graphs):
+            return True
+    return False
 
 
 def _index_check(eqn: Eqn) -> tuple:
@@ -164,7 +181,7 @@ def cse(graph: Graph) -> Graph:
             keys = (keys[1], keys[0])
         key = (eqn.prim.name, _param_key(eqn.params) if eqn.params else (), keys)
         prev = seen.get(key)
-        if prev is not None and not eqn.prim.props.get("effect"):
+        if prev is not None and not has_effect(eqn):
             for old, new in zip(eqn.outvars, prev.outvars):
                 subst.set(old, new)
             continue

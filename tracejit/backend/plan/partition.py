@@ -38,6 +38,7 @@ import numpy as np
 
 from ...config import config
 from ...ir import Eqn, Literal, Type, Var
+from ...passes import has_effect
 from .epilogue import fuse_epilogues
 from .rowfuse import fuse_rowwise
 from .readers import FuseIndex
@@ -215,6 +216,10 @@ def contiguous_operands(plan, eqn):
 def _fallback(plan, eqn):
     step = plan.new(FallbackStep, eqn)
     plan.add_preds(step, eqn.invars)
+    if has_effect(eqn):                      # effects (prints) run in program order
+        if plan.last_effect is not None:
+            plan.add_pred(step, plan.last_effect)
+        plan.last_effect = step
     for v in eqn.outvars:
         step.writes.append(v)
         plan.producer[id(v)] = step

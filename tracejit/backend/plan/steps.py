@@ -152,6 +152,7 @@ class Plan:
         self.fuse_index = None          # readers.FuseIndex while rowfuse/epilogue merge steps
         self.level: dict = {}           # step -> a number above its preds' (0 if absent)
         self.users: dict = {}           # step -> steps ever given it as a pred (a superset)
+        self.last_effect = None         # the last step with an effect (they run in order)
 
     # helpers ------------------------------------------------------------------------------------
     def new(self, cls, *args):

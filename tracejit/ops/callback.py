@@ -1,0 +1,135 @@
+"""Host callbacks: primitives that run Python code when the compiled function runs.
+
+- ``pure_callback[callback, result_types, vectorized] *args``: ``callback(*arrays)`` (a *flat*
+  callable: arrays in, a list of arrays out, see ``tracejit.callback``) returns arrays of
+  ``result_types`` exactly; anything else is an error naming the callback. Pure: CSE may merge
+  two equal calls and DCE drops an unused one. No derivative: differentiating it is an error
+  that says to give it one with ``custom_jvp``/``custom_vjp``.
+- ``debug_print[fmt, tree] *args``: formats ``fmt`` with the run-time values (``tree``
+  rebuilds ``(args, kwargs)`` from the operands) and prints it; no results. Its ``effect``
+  property is what the passes read: DCE keeps it, CSE never merges two, and the llvm backend
+  runs effectful steps in program order (``passes.has_effect``).
+
+The llvm backend has no native lowering for either: each runs as a FallbackStep calling the
+impl here from Python (the rest of the graph stays native and its object code stays cacheable:
+the callable lives in the equation, never in the LLVM IR).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core import Primitive
+from ..errors import ShapeError, UnsupportedError
+from ..ir import Type
+from ..tree import unflatten
+
+
+def check_results(name: str, outs, result_types) -> list:
+    """``outs`` as arrays of exactly ``result_types``, or a ShapeError naming callback ``name``.
+    A result sharing memory with anything (a view, an operand returned as is) is copied: the
+    runtime may reuse an operand's memory after the call."""
+    outs = list(outs)
+    if len(outs) != len(result_types):
+        raise ShapeError(f"pure_callback: {name} returned {len(outs)} arrays, but "
+                         f"result_shape_dtypes describes {len(result_types)}")
+    checked = []
+    for k, (o, t) in enumerate(zip(outs, result_types)):
+        arr = np.asarray(o)
+        if arr.shape != t.shape or arr.dtype != t.dtype:
+            raise ShapeError(
+                f"pure_callback: {name} returned result {k} as {arr.dtype}{list(arr.shape)}, "
+                f"but result_shape_dtypes says {t.dtype}{list(t.shape)}; return exactly that "
+                f"shape and dtype (e.g. np.asarray(r, dtype).reshape(shape))")
+        checked.append(arr.copy() if arr.base is not None or not arr.flags.owndata else arr)
+    return checked
+
+
+def _read_only(a):
+    view = np.asarray(a).view()
+    view.flags.writeable = False          # the runtime's memory: the callback must not write it
+    return view
+
+
+def _callback_shape(*in_types, callback, result_types, vectorized):
+    return list(result_types)
+
+
+def _callback_impl(*args, callback, result_types, vectorized):
+    outs = callback(*[_read_only(a) for a in args])
+    return check_results(callback.__name__, outs, result_types)
+
+
+def _callback_jvp(primals, tangents, *, callback, **params):
+    raise UnsupportedError(
+        f"pure_callback: cannot differentiate the host callback {callback.__name__} (tracejit "
+        f"cannot see inside Python code). Give it a derivative: wrap the function calling "
+        f"pure_callback in tracejit.custom_jvp or tracejit.custom_vjp, whose rule may call "
+        f"pure_callback again for the derivative")
+
+
+@dataclass(frozen=True)
+class Sequential:
+    """The batched callback of a ``vectorized=False`` callback: one call per example (arrays
+    batched at axis 0 when ``batched[k]``), the results stacked."""
+    inner: object
+    batched: tuple
+    size: int
+    result_types: tuple
+
+    @property
+    def __name__(self):
+        return self.inner.__name__
+
+    def __call__(self, *args):
+        rows = []
+        for i in range(self.size):
+            outs = self.inner(*[a[i] if b else a for a, b in zip(args, self.batched)])
+            rows.append(check_results(self.__name__, outs, self.result_types))
+        return [np.stack([r[k] for r in rows]) if rows else np.empty((0,) + t.shape, t.dtype)
+                for k, t in enumerate(self.result_types)]
+
+
+def _callback_batch(args, dims, B, *, callback, result_types, vectorized):
+    batched_types = tuple(Type(t.dtype, (B,) + t.shape) for t in result_types)
+    if not vectorized:
+        callback = Sequential(callback, tuple(d is not None for d in dims), B,
+                              tuple(result_types))
+    outs = pure_callback_p.bind(*args, callback=callback, result_types=batched_types,
+                                vectorized=vectorized)
+    return outs, [0] * len(outs)
+
+
+pure_callback_p = Primitive("pure_callback", "other", _callback_shape, _callback_impl,
+                            multiple_results=True)
+pure_callback_p.jvp = _callback_jvp
+pure_callback_p.batch = _callback_batch
+
+
+def _print_shape(*in_types, fmt, tree):
+    return []
+
+
+def _print_impl(*args, fmt, tree):
+    pos, kw = unflatten(tree, [np.asarray(a) for a in args])
+    print(fmt.format(*pos, **kw), flush=True)
+    return []
+
+
+def _print_jvp(primals, tangents, **params):
+    # the primal values, printed once; a print has no results, so no tangents
+    debug_print_p.bind(*primals, **params)
+    return [], []
+
+
+def _print_batch(args, dims, B, **params):
+    # the batched values in one print (batch axis first; unbatched operands as they are)
+    debug_print_p.bind(*args, **params)
+    return [], []
+
+
+debug_print_p = Primitive("debug_print", "other", _print_shape, _print_impl,
+                          multiple_results=True, effect="prints")
+debug_print_p.jvp = _print_jvp
+debug_print_p.batch = _print_batch
