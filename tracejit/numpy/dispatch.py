@@ -7,9 +7,8 @@ from ..errors import UnsupportedError
 _UFUNC_ALIASES = {"absolute": "absolute", "conjugate": "conj", "divide": "true_divide"}
 _REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
            "logical_and": "all", "logical_or": "any"}
-# functions outside the main namespace with the main namespace's semantics
-_SAME_AS_NUMPY = {("numpy.linalg", "matmul"), ("numpy.linalg", "tensordot"),
-                  ("numpy.linalg", "outer")}
+# NumPy's submodules with a tracejit.numpy namespace of the same name
+_SUBMODULES = ("numpy.linalg",)
 _ACCUMULATE = {"add": "cumsum", "multiply": "cumprod"}
 
 
@@ -66,8 +65,9 @@ def _into(ufunc, method, inputs, kwargs, out):
 def array_function(func, args, kwargs):
     module = getattr(func, "__module__", "numpy") or "numpy"
     public = "numpy" if module.startswith("numpy._core") or module == "numpy" else module
-    same = public == "numpy" or (public, func.__name__) in _SAME_AS_NUMPY
-    fn = getattr(_namespace(), func.__name__, None) if same else None
+    namespace = _namespace() if public == "numpy" else \
+        getattr(_namespace(), public[len("numpy."):]) if public in _SUBMODULES else None
+    fn = getattr(namespace, func.__name__, None)
     if fn is None or fn is func or not callable(fn):
         raise UnsupportedError(f"{public}.{func.__name__} is not supported by tracejit on traced "
                                f"arrays (tracejit.numpy lists what is); compute it outside the "
