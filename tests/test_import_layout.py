@@ -49,11 +49,12 @@ KNOWN_FRONT_END_CIRCLES = frozenset(
      "tracejit.control", "tracejit.core", "tracejit.custom", "tracejit.derivatives",
      "tracejit.interpret", "tracejit.passes", "tracejit.signature", "tracejit.test_util"]
     + [f"tracejit.numpy{m}" for m in (
-        "", "._base", ".creation", ".dispatch", ".einsum", ".extra", ".indexing", ".intercept",
-        ".intrange", ".linalg", ".logic", ".math", ".methods", ".mutation", ".nonzero",
-        ".reductions", ".shape", ".tail")]
-    + [f"tracejit.ops.{m}" for m in ("contraction", "control", "elementwise", "reductions",
-                                     "structural")]
+        "", "._base", ".creation", ".dispatch", ".einsum", ".extra", ".factor", ".indexing",
+        ".intercept", ".intrange", ".linalg", ".logic", ".math", ".methods", ".mutation",
+        ".nonzero", ".products", ".reductions", ".shape", ".tail")]
+    # every ops module joins through ad_util/core (core imports numpy.dispatch lazily)
+    + [f"tracejit.ops.{m}" for m in ("contraction", "control", "elementwise", "linalg",
+                                     "reductions", "spectral", "structural")]
     + [f"tracejit.transforms.{m}" for m in ("batching", "jvp", "partial_eval", "transpose")])
 
 
