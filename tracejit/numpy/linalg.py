@@ -237,7 +237,7 @@ def lstsq(a, b, rcond=None):
     u, s, vh = svd(a, full_matrices=False)
     cutoff = m.multiply(rcond, r.max(s, axis=-1, keepdims=True)) if min(mm_, n) else 0.0
     large = m.greater(s, cutoff)
-    rank = r.sum(convert(large, dtypes.int64))
+    rank = convert(r.sum(convert(large, dtypes.int64)), dtypes.int32)     # LAPACK's int, as NumPy
     s_inv = where(large, m.true_divide(1.0, where(large, s, 1.0)), 0.0)
     x = la.mm(la.scale_cols(la.mH(vh), s_inv), la.mm(la.mH(u), b2))
     if mm_ > n:
