@@ -143,6 +143,21 @@ def test_values_match_numpy(backend, name, dtype):
     _compare(tj.trace(fn)(*args), fn(*args), dtype)
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_eig_values_are_complex(backend, dtype):
+    """eig/eigvals match NumPy's values; on tracers they are always complex (NumPy gives a real
+    result for a real matrix whose eigenvalues are all real: a dtype known only at run time)."""
+    rng = np.random.default_rng(4)
+    shape = (3, 4, 4) if dtype in (np.float64, np.complex128) else (4, 4)
+    for a in (general(rng, shape, dtype), spd(rng, shape, dtype)):
+        w, v = tj.trace(np.linalg.eig)(a)
+        w_np, v_np = np.linalg.eig(a)
+        complex_dt = np.result_type(dtype, np.complex64)
+        _compare((w, v, tj.trace(np.linalg.eigvals)(a)),
+                 (w_np.astype(complex_dt), v_np.astype(complex_dt),
+                  np.linalg.eigvals(a).astype(complex_dt)), dtype)
+
+
 def test_ints_compute_in_float64_and_float32_stays_single(backend):
     a = np.array([[4, 1], [1, 3]])
     for fn in (np.linalg.inv, np.linalg.cholesky, np.linalg.det, np.linalg.eigvalsh,
@@ -221,6 +236,9 @@ GRAD_CASES = {
                                        tla.solve_triangular(a, b, trans=1, unit_diagonal=True),
                                        tla.solve_triangular(a, b, trans="C")), [general, rhs]),
     "cho_solve": (lambda s, b: tla.cho_solve((np.linalg.cholesky(s), True), b), [spd, rhs]),
+    "eigvals": (np.linalg.eigvals, [general]),
+    "eig": (lambda a: (lambda w, v: ((v * np.exp(w)[None, :]) @ np.linalg.inv(v), np.abs(v)))(
+        *np.linalg.eig(a)), [general]),
 }
 REAL_ONLY_EIGVECS = {   # the eigen/singular vectors themselves (real: sign fixed by LAPACK)
     "eigh_vectors": (lambda a: tuple(np.linalg.eigh(a)), [spd]),
@@ -297,6 +315,7 @@ VMAP_CASES = {
     "solve_triangular": (lambda a, b: tla.solve_triangular(a, b, lower=True, trans=2),
                          [general, rhs], (None, 0)),
     "grad_logdet": (tj.grad(lambda a: np.linalg.slogdet(a)[1]), [general], (0,)),
+    "eig": (lambda a: tuple(np.linalg.eig(a)), [general], (0,)),
 }
 
 

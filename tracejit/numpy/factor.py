@@ -1,5 +1,5 @@
 """numpy.linalg's solves and decompositions on tracers: solve inv det slogdet cholesky eigh
-eigvalsh svd svdvals qr, and SciPy's solve_triangular and cho_solve (composites of the
+eigvalsh eig eigvals svd svdvals qr, and SciPy's solve_triangular and cho_solve (composites of the
 primitives in ops/linalg.py and ops/spectral.py; linalg.py re-exports them as the
 ``tracejit.numpy.linalg`` namespace).
 
@@ -26,8 +26,8 @@ from ..ops import linalg as la
 from ..ops import spectral as sp
 from ._base import as_traceable, convert, implements, result_type
 
-__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "svd", "svdvals",
-           "qr", "solve_triangular", "cho_solve"]
+__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "eig", "eigvals",
+           "svd", "svdvals", "qr", "solve_triangular", "cho_solve"]
 
 _results = np.linalg._linalg       # NumPy's result named tuples live here
 
@@ -230,3 +230,19 @@ def cho_solve(c_and_lower, b):
         y = la.triangular_solve(c, b, lower=False, transpose_a=True, conjugate_a=True)
         x = la.triangular_solve(c, y, lower=False)
     return _vector_result(x, vector)
+
+
+@implements(np.linalg.eig)
+def eig(a):
+    """``EigResult(eigenvalues, eigenvectors)`` of a general matrix. On tracers the results are
+    always complex: NumPy returns real arrays for a real matrix whose eigenvalues all happen to
+    be real, a dtype known only at run time (JAX does the same)."""
+    (a,) = matrices("eig", a)
+    return _results.EigResult(*sp.eig_p.bind(a))
+
+
+@implements(np.linalg.eigvals)
+def eigvals(a):
+    """The eigenvalues of a general matrix (complex on tracers, see ``eig``)."""
+    (a,) = matrices("eigvals", a)
+    return sp.eig_p.bind(a)[0]

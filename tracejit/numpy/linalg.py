@@ -21,13 +21,14 @@ from . import reductions as r
 from . import shape as sh
 from ._base import as_traceable, convert, implements, normalize_axis
 from .logic import where
-from .factor import (cho_solve, cholesky, det, eigh, eigvalsh, inexact_operands,  # noqa: F401
-                     inv, matrices, qr, slogdet, solve, solve_triangular, svd, svdvals)
+from .factor import (cho_solve, cholesky, det, eig, eigh, eigvals, eigvalsh,  # noqa: F401
+                     inexact_operands, inv, matrices, qr, slogdet, solve, solve_triangular, svd,
+                     svdvals)
 from .products import diagonal as _diagonal, trace as _trace, cross as _cross  # noqa: F401
 from .products import matmul, outer as _outer, tensordot  # noqa: F401
 
-__all__ = ["cho_solve", "cholesky", "cond", "cross", "det", "diagonal", "eigh", "eigvalsh",
-           "inv", "lstsq", "matmul", "matrix_norm", "matrix_power", "matrix_rank",
+__all__ = ["cho_solve", "cholesky", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals",
+           "eigvalsh", "inv", "lstsq", "matmul", "matrix_norm", "matrix_power", "matrix_rank",
            "matrix_transpose", "multi_dot", "norm", "outer", "pinv", "qr", "slogdet", "solve",
            "solve_triangular", "svd", "svdvals", "tensordot", "tensorinv", "tensorsolve", "trace",
            "vecdot", "vector_norm", "LinAlgError"]

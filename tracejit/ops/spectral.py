@@ -1,4 +1,4 @@
-"""Decomposition primitives: eigh, svd, qr (the invariants are those of ``linalg.py``).
+"""Decomposition primitives: eigh, svd, qr, eig (the invariants are those of ``linalg.py``).
 
 Derivative conventions (the standard ones, as JAX's ``lax/linalg.py``):
 - eigh: ``w_dot = Re diag(V^H A_dot V)``, ``V_dot = V (F * (V^H A_dot V))`` with
@@ -12,6 +12,7 @@ Derivative conventions (the standard ones, as JAX's ``lax/linalg.py``):
   s_i^2)`` and ``1/s_i``; ``full_matrices=True`` of a non-square matrix has no unique
   derivative of the extra columns and is refused (``compute_uv=False`` is always fine).
 - qr: Q and R of a matrix with m >= n (reduced mode, or complete/r when square or R only).
+- eig: eigenvalues and eigenvectors (complex), see ``_eig_jvp``; equal eigenvalues as eigh.
 """
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ from ..core import Primitive
 from ..errors import UnsupportedError
 from ..ir import Type
 from .. import ad_util as ad
-from .linalg import (batch_leading, check_matrix, diag_embed, diag_part, hermitian_from, mH,
-                     mm, mT, row, scale_cols, tril, triangular_solve)
+from .linalg import (batch_leading, check_matrix, conj, diag_embed, diag_part, hermitian_from,
+                     mH, mm, mT, row, scale_cols, solve, tril, triangular_solve)
 
 
 def _rows(v, n):
@@ -178,3 +179,43 @@ def _qr_jvp(primals, tangents, *, mode):
 
 qr_p.jvp = _qr_jvp
 batch_leading(qr_p)
+
+
+# ---------------------------------------------------------------------------------------------
+# eig: (w, V) complex, A V = V diag(w), columns of unit 2-norm (LAPACK geev)
+
+def _eig_shape(a):
+    check_matrix("eig", a)
+    dt = dtypes.complex_dtype(a.dtype)
+    return [Type(dt, a.shape[:-1]), Type(dt, a.shape)]
+
+
+def _eig_impl(a):
+    a = np.asarray(a)
+    w, v = np.linalg.eig(a)
+    dt = dtypes.complex_dtype(a.dtype)
+    return [np.asarray(w, dt), np.asarray(v, dt)]
+
+
+eig_p = Primitive("eig", "other", _eig_shape, _eig_impl, multiple_results=True)
+
+
+def _eig_jvp(primals, tangents):
+    """With C = V^-1 A_dot V: w_dot = diag(C), V_dot = V (F * C) with F_ij = 1/(w_j - w_i)
+    (0 on the diagonal and for equal eigenvalues), minus the part that would change each
+    column's norm (``Re(v_j^H v_j_dot) = 0``). The phase of each column is a free gauge (LAPACK
+    makes its largest component real); functions that do not depend on it (``V diag(f(w))
+    V^-1``, ``abs(V)``) get the right derivative."""
+    (a,), (a_dot,) = primals, tangents
+    w, v = eig_p.bind(a)
+    dt = ad.ty(w).dtype
+    n = ad.ty(a).shape[-1]
+    c = solve(v, mm(ad.convert(a_dot, dt), v))
+    w_j = _rows(w, n)
+    raw = mm(v, ad.mul(c, _safe_inverse(ad.sub(w_j, mT(w_j)))))
+    along = ad.real_part(ad.reduce_sum(ad.mul(conj(v), raw), (ad.ty(v).ndim - 2,)))
+    return [w, v], [diag_part(c), ad.sub(raw, scale_cols(v, along))]
+
+
+eig_p.jvp = _eig_jvp
+batch_leading(eig_p)
