@@ -239,6 +239,9 @@ GRAD_CASES = {
     "eigvals": (np.linalg.eigvals, [general]),
     "eig": (lambda a: (lambda w, v: ((v * np.exp(w)[None, :]) @ np.linalg.inv(v), np.abs(v)))(
         *np.linalg.eig(a)), [general]),
+    "linalg_products": (VALUE_CASES["linalg_products"][0], [general, general]),
+    "matrix_norm": (lambda a: (np.linalg.matrix_norm(a), np.linalg.matrix_norm(a, ord=-1)),
+                    [general]),
 }
 REAL_ONLY_EIGVECS = {   # the eigen/singular vectors themselves (real: sign fixed by LAPACK)
     "eigh_vectors": (lambda a: tuple(np.linalg.eigh(a)), [spd]),
@@ -319,18 +322,37 @@ VMAP_CASES = {
 }
 
 
+def _vmap_against_loop(fn, args, in_axes, rtol=1e-10):
+    got = tj.vmap(fn, in_axes=in_axes)(*args)
+    size = next(a.shape[ax] for a, ax in zip(args, in_axes) if ax is not None)
+    rows = [tj.tree.flatten(fn(*[np.take(a, i, ax) if ax is not None else a
+                                 for a, ax in zip(args, in_axes)]))[0] for i in range(size)]
+    got = tj.tree.flatten(got)[0]
+    assert len(got) == len(rows[0])
+    for k, x in enumerate(got):
+        y = np.stack([r[k] for r in rows])
+        assert np.asarray(x).dtype == y.dtype
+        np.testing.assert_allclose(x, y, rtol=rtol,
+                                   atol=rtol * max(1.0, np.abs(y).max(initial=0)))
+
+
 @pytest.mark.parametrize("name", sorted(VMAP_CASES))
 def test_vmap_matches_a_loop(interpreted, name):
     fn, gens, in_axes = VMAP_CASES[name]
     rng = np.random.default_rng(3)
-    args = [g(rng, (3, 4, 4) if ax == 0 else (4, 4), np.complex128 if name == "solve_triangular"
-              else np.float64) for g, ax in zip(gens, in_axes)]
-    got = tj.vmap(fn, in_axes=in_axes)(*args)
-    rows = [fn(*[a[i] if ax == 0 else a for a, ax in zip(args, in_axes)]) for i in range(3)]
-    leaves = [tj.tree.flatten(r)[0] for r in rows]
-    want = [np.stack([r[i] for r in leaves]) for i in range(len(leaves[0]))]
-    for x, y in zip(tj.tree.flatten(got)[0], want):
-        np.testing.assert_allclose(x, y, rtol=1e-10, atol=1e-12)
+    dtype = np.complex128 if name == "solve_triangular" else np.float64
+    args = [g(rng, (3, 4, 4) if ax == 0 else (4, 4), dtype) for g, ax in zip(gens, in_axes)]
+    _vmap_against_loop(fn, args, in_axes)
+
+
+@pytest.mark.parametrize("name", sorted(VALUE_CASES))
+def test_vmap_of_every_function(interpreted, name):
+    """Every function of VALUE_CASES (complex inputs), vmapped over a batch of two."""
+    fn, gens, _ = VALUE_CASES[name]
+    rng = np.random.default_rng(5)
+    examples = [[g(rng, (4, 4), np.complex128) for g in gens] for _ in range(2)]
+    args = [np.stack([ex[i] for ex in examples]) for i in range(len(gens))]
+    _vmap_against_loop(fn, args, (0,) * len(gens))
 
 
 # ---------------------------------------------------------------------------------------------
