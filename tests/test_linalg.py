@@ -5,7 +5,12 @@ import numpy as np
 import pytest
 
 import tracejit as tj
+from tracejit import interpret
+from tracejit.backend import compile_graph
+from tracejit.core import make_graph
+from tracejit.ir import Type
 from tracejit.numpy import linalg as tla
+from tracejit.ops import linalg as la
 from tracejit.test_util import check_grads
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
@@ -399,3 +404,56 @@ def test_lstsq_residuals_of_a_rank_deficient_matrix_raise(backend):
     assert int(got[1]) == want[2] == 1
     with pytest.raises(tj.UnsupportedError, match="rank-deficient"):
         tj.trace(lambda a, b: np.linalg.lstsq(a, b)[1])(a, b)
+
+
+# ---------------------------------------------------------------------------------------------
+# the native loops of small real cholesky / triangular_solve (backend/emit/linalg.py)
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_native_cholesky_matches_the_interpreter(dtype):
+    rng = np.random.default_rng(6)
+    for shape in [(1, 1), (5, 5), (3, 2, 7, 7), (37, 37)]:
+        a = spd(rng, shape, dtype)
+        if shape[-1] > 1:
+            a[..., 0, -1] = np.nan             # the upper triangle is never read
+        if len(shape) > 2:
+            a[1, 0] = -a[1, 0]                 # one matrix of the batch is not positive definite
+        graph, _ = make_graph(lambda a: la.cholesky_p.bind(a), [Type(np.dtype(dtype), shape)])
+        exe = compile_graph(graph)
+        assert exe.native and "cholesky (native loops)" in exe.describe(), exe.describe()
+        got, want = exe([a]), interpret.run(graph, [a])
+        np.testing.assert_array_equal(got[1], want[1])
+        np.testing.assert_allclose(got[0], want[0], rtol=TOL[dtype], atol=TOL[dtype])
+        if len(shape) > 2:
+            assert got[1][1, 0] and np.isnan(got[0][1, 0]).all() and not got[1][0, 0]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_native_triangular_solve_matches_the_interpreter(dtype):
+    rng = np.random.default_rng(7)
+    for shape, k in [((4, 4), 1), ((2, 3, 6, 6), 3)]:
+        a = general(rng, shape, dtype)
+        a[..., 2, 2] = 0 if len(shape) > 2 else a[..., 2, 2]     # a zero pivot: inf/NaN
+        b = rhs(rng, shape[:-1] + (k + 1,), dtype)[..., :k]
+        for lower in (True, False):
+            for transpose_a in (False, True):
+                for unit in (False, True):
+                    graph, _ = make_graph(
+                        lambda a, b: la.triangular_solve_p.bind(
+                            a, b, lower=lower, transpose_a=transpose_a, conjugate_a=False,
+                            unit_diagonal=unit),
+                        [Type(np.dtype(dtype), shape), Type(np.dtype(dtype), b.shape)])
+                    exe = compile_graph(graph)
+                    assert exe.native and "native loops" in exe.describe(), exe.describe()
+                    with np.errstate(all="ignore"):
+                        want = interpret.run(graph, [a, b])[0]
+                    np.testing.assert_allclose(exe([a, b])[0], want, rtol=TOL[dtype] * 10,
+                                               atol=TOL[dtype] * 10)
+
+
+def test_large_and_complex_matrices_call_numpy():
+    """Above steps.LINALG_MAX_WORK multiply-adds, or complex, the NumPy fallback runs."""
+    for ty in (Type(np.dtype(np.float64), (80, 80)), Type(np.dtype(np.complex128), (4, 4))):
+        graph, _ = make_graph(lambda a: la.cholesky_p.bind(a), [ty])
+        exe = compile_graph(graph)
+        assert not exe.native and "native loops" not in exe.describe()
