@@ -451,6 +451,27 @@ def test_native_triangular_solve_matches_the_interpreter(dtype):
                                                atol=TOL[dtype] * 10)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_native_solve_matches_the_interpreter(dtype):
+    rng = np.random.default_rng(8)
+    for shape, k in [((1, 1), 1), ((5, 5), 2), ((2, 3, 6, 6), 3)]:
+        a = _randn(rng, shape, dtype)          # no diagonal boost: pivoting matters
+        if len(shape) > 2:
+            a[0, 1] = np.outer(a[0, 1, 0], np.arange(6))      # rank one: singular
+        b = rhs(rng, shape[:-1] + (k + 1,), dtype)[..., :k].copy()
+        for transpose_a in (False, True):
+            graph, _ = make_graph(lambda a, b: la.solve_p.bind(a, b, transpose_a=transpose_a),
+                                  [Type(np.dtype(dtype), shape), Type(np.dtype(dtype), b.shape)])
+            exe = compile_graph(graph)
+            assert exe.native and "solve (native loops)" in exe.describe(), exe.describe()
+            got, want = exe([a, b]), interpret.run(graph, [a, b])
+            np.testing.assert_array_equal(got[1], want[1])
+            scale = np.abs(want[0][np.isfinite(want[0])]).max(initial=1)
+            np.testing.assert_allclose(got[0], want[0], rtol=TOL[dtype] * 100,
+                                       atol=TOL[dtype] * 100 * scale)
+    assert got[1][0, 1] and np.isnan(got[0][0, 1]).all()
+
+
 def test_large_and_complex_matrices_call_numpy():
     """Above steps.LINALG_MAX_WORK multiply-adds, or complex, the NumPy fallback runs."""
     for ty in (Type(np.dtype(np.float64), (80, 80)), Type(np.dtype(np.complex128), (4, 4))):

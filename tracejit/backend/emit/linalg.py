@@ -1,4 +1,5 @@
-"""Native ``cholesky`` and ``triangular_solve`` of small real matrices (``LinalgStep``).
+"""Native ``cholesky``, ``triangular_solve`` and ``solve`` of small real matrices
+(``LinalgStep``).
 
 One internal function ``void @name(ptr slots)`` per equation, called from its segment, looping
 over the batch of matrices (row-major, contiguous). The algorithms are the unblocked textbook
@@ -13,6 +14,9 @@ into NumPy between native segments by a wide margin, and keep the whole function
   ``op(A)`` (``A`` or ``A^T`` read from the triangle asked for; the diagonal taken as ones
   with ``unit_diagonal``); a zero pivot gives inf/NaN, as BLAS trsm and the NumPy
   implementation.
+- solve: Gaussian elimination with partial pivoting on a stack copy of ``op(A)`` (see
+  ``solve``); an exact zero pivot flags the matrix and fills its X with NaN, as the NumPy
+  implementation (LAPACK gesv's ``info > 0``).
 
 Results equal LAPACK's up to rounding (a different summation order). Arithmetic is plain IEEE
 (no fast-math), so NaN and inf propagate as in the reference.
@@ -140,6 +144,99 @@ class _Linalg:
             _for(b, _i64(0), _i64(m), _i64(1), column, "c")
         _for(b, _i64(0), _i64(batch), _i64(1), matrix, "q")
 
+    # solve -----------------------------------------------------------------------------------
+    def solve(self):
+        """Gaussian elimination with partial pivoting (LAPACK getf2's pivots: the first row of
+        largest magnitude) applied to ``op(A)`` and ``B`` together, then back substitution. An
+        exact zero pivot (getrf's ``info > 0``) flags the matrix and fills its X with NaN."""
+        b, eqn = self.b, self.eqn
+        (a, rhs), (out, flag) = eqn.invars, eqn.outvars
+        n, m = rhs.ty.shape[-2:]
+        batch = int(np.prod(a.ty.shape[:-2], dtype=np.int64))
+        ap, bp, xp, fp = self.ptr(a), self.ptr(rhs), self.ptr(out), self.ptr(flag)
+        with b.goto_entry_block():
+            s = b.alloca(self.ty, size=_i64(n * n), name="lu")
+            piv = b.alloca(I64, name="piv")
+            big = b.alloca(self.ty, name="big")
+            failed = b.alloca(ir.IntType(1), name="failed")
+        zero, nan = ir.Constant(self.ty, 0.0), ir.Constant(self.ty, float("nan"))
+        fabs = self.module.declare_intrinsic("llvm.fabs", [self.ty])
+        z = _i64(0)
+
+        def swap(p, i, j):
+            t = self.load(p, i)
+            self.store(self.load(p, j), p, i)
+            self.store(t, p, j)
+
+        def matrix(q):
+            abase, bbase = b.mul(q, _i64(n * n)), b.mul(q, _i64(n * m))
+            b.store(ir.Constant(ir.IntType(1), 0), failed)
+
+            def copy_a(k):                   # S = op(A), row-major
+                i, j = b.sdiv(k, _i64(n)), b.srem(k, _i64(n))
+                src = self.at(abase, j, i, n) if eqn.params["transpose_a"] else b.add(abase, k)
+                self.store(self.load(ap, src), s, k)
+            _for(b, z, _i64(n * n), _i64(1), copy_a, "cp")
+            _for(b, z, _i64(n * m), _i64(1),
+                 lambda k: self.store(self.load(bp, b.add(bbase, k)), xp, b.add(bbase, k)), "cx")
+
+            def column(c):
+                b.store(c, piv)
+                b.store(b.call(fabs, [self.load(s, self.at(z, c, c, n))]), big)
+
+                def search(r):
+                    v = b.call(fabs, [self.load(s, self.at(z, r, c, n))])
+                    more = b.fcmp_ordered(">", v, b.load(big, typ=self.ty))
+                    b.store(b.select(more, r, b.load(piv, typ=I64)), piv)
+                    b.store(b.select(more, v, b.load(big, typ=self.ty)), big)
+                _for(b, b.add(c, _i64(1)), _i64(n), _i64(1), search, "r")
+                p = b.load(piv, typ=I64)
+                _for(b, z, _i64(n), _i64(1),
+                     lambda j: swap(s, self.at(z, c, j, n), self.at(z, p, j, n)), "sa")
+                _for(b, z, _i64(m), _i64(1),
+                     lambda j: swap(xp, self.at(bbase, c, j, m), self.at(bbase, p, j, m)), "sb")
+                pivot = self.load(s, self.at(z, c, c, n))
+                b.store(b.or_(b.load(failed, typ=ir.IntType(1)),
+                              b.fcmp_ordered("==", pivot, zero)), failed)
+
+                def eliminate(r):
+                    f = b.fdiv(self.load(s, self.at(z, r, c, n)), pivot)
+
+                    def row_s(j):
+                        k = self.at(z, r, j, n)
+                        self.store(b.fsub(self.load(s, k),
+                                          b.fmul(f, self.load(s, self.at(z, c, j, n)))), s, k)
+
+                    def row_x(j):
+                        k = self.at(bbase, r, j, m)
+                        self.store(b.fsub(self.load(xp, k),
+                                          b.fmul(f, self.load(xp, self.at(bbase, c, j, m)))),
+                                   xp, k)
+                    _for(b, b.add(c, _i64(1)), _i64(n), _i64(1), row_s, "es")
+                    _for(b, z, _i64(m), _i64(1), row_x, "ex")
+                _for(b, b.add(c, _i64(1)), _i64(n), _i64(1), eliminate, "e")
+            _for(b, z, _i64(n), _i64(1), column, "col")
+
+            def back(col):
+                def step(t):
+                    i = b.sub(_i64(n - 1), t)
+                    lo = b.add(i, _i64(1))
+                    v = self.dot_minus(self.load(xp, self.at(bbase, i, col, m)),
+                                       b.sub(_i64(n - 1), i),
+                                       lambda k: self.load(s, self.at(z, i, b.add(lo, k), n)),
+                                       lambda k: self.load(xp, self.at(bbase, b.add(lo, k), col,
+                                                                        m)))
+                    self.store(b.fdiv(v, self.load(s, self.at(z, i, i, n))), xp,
+                               self.at(bbase, i, col, m))
+                _for(b, z, _i64(n), _i64(1), step, "t")
+            _for(b, z, _i64(m), _i64(1), back, "bk")
+            bad = b.load(failed, typ=ir.IntType(1))
+            b.store(b.zext(bad, I8), b.gep(fp, [q], source_etype=I8))
+            with b.if_then(bad):
+                _for(b, z, _i64(n * m), _i64(1),
+                     lambda k: self.store(nan, xp, b.add(bbase, k)), "nan")
+        _for(b, z, _i64(batch), _i64(1), matrix, "q")
+
     def emit(self):
         getattr(self, self.eqn.prim.name)()
         self.b.ret_void()
@@ -147,5 +244,5 @@ class _Linalg:
 
 
 def emit_linalg(module, name, eqn, plan, slot_of) -> ir.Function:
-    """``void @name(ptr slots)`` computing one cholesky or triangular_solve equation."""
+    """``void @name(ptr slots)`` computing one cholesky, triangular_solve or solve equation."""
     return _Linalg(module, name, eqn, plan, slot_of).emit()

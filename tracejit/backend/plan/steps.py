@@ -111,7 +111,7 @@ class ScatterStep(EqnStep):
 
 
 class LinalgStep(EqnStep):
-    """cholesky / triangular_solve of small real matrices as native loops (``emit/linalg.py``;
+    """cholesky / triangular_solve / solve of small real matrices as native loops (``emit/linalg.py``;
     legality: :func:`can_lower_linalg`)."""
     kind = "linalg"
 
@@ -325,19 +325,25 @@ def can_lower_scatter(plan, eqn) -> bool:
 # from about there on even with the ~150 us a NumPy step between native segments costs
 # (measured: cholesky n=32 native 6 us, NumPy alone 20 us, through the fallback ~200 us).
 LINALG_MAX_WORK = 50_000
-LINALG_PRIMS = ("cholesky", "triangular_solve")
+LINALG_PRIMS = ("cholesky", "triangular_solve", "solve")
+_LINALG_STACK_BYTES = 64 * 1024      # solve's copy of the matrix lives on the stack
 
 
 def _linalg_work(eqn) -> int:
     n = eqn.invars[0].ty.shape[-1]
     if eqn.prim.name == "cholesky":
         return n ** 3 // 6
+    if eqn.prim.name == "solve":
+        if n * n * eqn.invars[0].ty.dtype.itemsize > _LINALG_STACK_BYTES:
+            return LINALG_MAX_WORK + 1
+        return n ** 3 // 3 + n * n * eqn.invars[1].ty.shape[-1]
     return n * n * eqn.invars[1].ty.shape[-1] // 2
 
 
 def can_lower_linalg(plan, eqn) -> bool:
-    """LinalgStep: a real float32/float64 cholesky or triangular_solve of matrices needing at
-    most ``LINALG_MAX_WORK`` multiply-adds each, every operand a contiguous view of a slot."""
+    """LinalgStep: a real float32/float64 cholesky, triangular_solve or solve of matrices
+    needing at most ``LINALG_MAX_WORK`` multiply-adds each, every operand a contiguous view of a
+    slot."""
     a = eqn.invars[0]
     if np.dtype(a.ty.dtype) not in (np.dtype(np.float32), np.dtype(np.float64)) or \
             _linalg_work(eqn) > LINALG_MAX_WORK:
