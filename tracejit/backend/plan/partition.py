@@ -173,8 +173,9 @@ def partition(graph, vector_bytes: int) -> Plan:
             plan.producer[id(outs[0])] = step
             continue
         if name in LINALG_PRIMS and can_lower_linalg(plan, eqn):
+            eqn = contiguous_operands(plan, eqn)        # a transposed operand is copied first
             step = plan.new(LinalgStep, eqn)
-            plan.add_preds(step, ins)
+            plan.add_preds(step, eqn.invars)
             for v in outs:
                 step.writes.append(v)
                 plan.producer[id(v)] = step
