@@ -472,6 +472,17 @@ def test_native_solve_matches_the_interpreter(dtype):
     assert got[1][0, 1] and np.isnan(got[0][0, 1]).all()
 
 
+def test_native_linalg_reads_a_transposed_operand_through_a_copy():
+    rng = np.random.default_rng(9)
+    a, b = general(rng, (5, 5), np.float64), rect(rng, (5, 5), np.float64)
+    ty = Type(np.dtype(np.float64), (5, 5))
+    graph, _ = make_graph(lambda a, b: [la.solve_p.bind(a.T, b.T @ b, transpose_a=True)[0]],
+                          [ty, ty])
+    exe = compile_graph(graph)
+    assert exe.native and "solve (native loops)" in exe.describe(), exe.describe()
+    np.testing.assert_allclose(exe([a, b])[0], np.linalg.solve(a, b.T @ b), rtol=1e-12)
+
+
 def test_large_and_complex_matrices_call_numpy():
     """Above steps.LINALG_MAX_WORK multiply-adds, or complex, the NumPy fallback runs."""
     for ty in (Type(np.dtype(np.float64), (80, 80)), Type(np.dtype(np.complex128), (4, 4))):
