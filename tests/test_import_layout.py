@@ -49,12 +49,13 @@ KNOWN_FRONT_END_CIRCLES = frozenset(
      "tracejit.control", "tracejit.core", "tracejit.custom", "tracejit.derivatives",
      "tracejit.interpret", "tracejit.passes", "tracejit.signature", "tracejit.test_util"]
     + [f"tracejit.numpy{m}" for m in (
-        "", "._base", ".counting", ".creation", ".dispatch", ".einsum", ".extra", ".fft", ".floatfns",
-        ".indexing", ".intercept", ".intrange", ".linalg", ".logic", ".math", ".methods",
-        ".mutation", ".nanfuncs", ".nonzero", ".reductions", ".shape", ".sorting", ".tail")]
+        "", "._base", ".counting", ".creation", ".dispatch", ".einsum", ".extra", ".factor",
+        ".fft", ".floatfns", ".indexing", ".intercept", ".intrange", ".linalg", ".logic", ".math",
+        ".methods", ".mutation", ".nanfuncs", ".nonzero", ".products", ".reductions", ".shape",
+        ".sorting", ".tail")]
     # (a new module of the NumPy layer joins it like every other; every ops module via core)
-    + [f"tracejit.ops.{m}" for m in ("contraction", "control", "elementwise", "fft",
-                                     "reductions", "sorting", "structural")]
+    + [f"tracejit.ops.{m}" for m in ("contraction", "control", "elementwise", "fft", "linalg",
+                                     "reductions", "sorting", "spectral", "structural")]
     + [f"tracejit.transforms.{m}" for m in ("batching", "jvp", "partial_eval", "transpose")])
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import dtypes
 from ..core import Primitive, Tracer
-from ..errors import DTypeError, ShapeError
+from ..errors import DTypeError, ShapeError, UnsupportedError
 from ..ir import Type
 from .. import ad_util as ad
 
@@ -437,6 +437,12 @@ ERRORS = {
     "scalar_out_of_bounds": (OverflowError, "Python integer out of bounds for the integer array "
                                             "it is stored into (NumPy stores a scalar through "
                                             "int(); store an array to get a C cast)"),
+    # numpy.linalg (numpy/factor.py), from the flag output of a linalg primitive
+    "singular_matrix": (np.linalg.LinAlgError, "Singular matrix"),
+    "not_positive_definite": (np.linalg.LinAlgError, "Matrix is not positive definite"),
+    "lstsq_rank_deficient": (UnsupportedError, "numpy.linalg.lstsq on traced arrays: the "
+                             "matrix is rank-deficient, for which NumPy returns empty residuals "
+                             "(a size known only at run time); compute them from x instead"),
 }
 
 
