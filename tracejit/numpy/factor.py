@@ -9,7 +9,8 @@ Invariants:
 - NumPy's errors: a bad shape raises ``LinAlgError`` (or NumPy's own error type) while tracing;
   a singular matrix in solve/inv, or one not positive definite in cholesky, raises NumPy's
   ``LinAlgError`` when the compiled function runs (a ``check`` on the primitive's flag, every
-  backend). Derivatives of such a point are NaN (never a finite wrong value).
+  backend), and so does a derivative taken there; derivatives that meet a singular matrix
+  inside a rule (``det``'s at a singular matrix) are NaN, never a finite wrong value.
 - Results are NumPy's named tuples (``EighResult``, ``SVDResult``, ``QRResult``,
   ``SlogdetResult``) where NumPy returns them.
 """
