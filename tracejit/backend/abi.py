@@ -20,7 +20,6 @@ CHECK_BITS = {
     "negative_power": 32,  # an integer power with a negative exponent (ValueError)
     "singular_matrix": 64,         # numpy.linalg.solve / inv (LinAlgError)
     "not_positive_definite": 128,  # numpy.linalg.cholesky (LinAlgError)
-    "lstsq_rank_deficient": 256,   # residuals of numpy.linalg.lstsq (UnsupportedError)
 }
 
 DESC_BYTES = 16            # a stack descriptor: {ptr data, i64 length}
