@@ -14,7 +14,6 @@ from numpy.linalg import LinAlgError
 from .. import dtypes
 from ..core import type_of
 from ..errors import UnsupportedError
-from ..ops import elementwise as ew
 from ..ops import linalg as la
 from . import math as m
 from . import reductions as r
@@ -219,9 +218,8 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_NO_VALUE):
 def lstsq(a, b, rcond=None):
     """``(x, residuals, rank, s)`` for 2-D ``a``: the minimum-norm least-squares solution from
     the SVD (as LAPACK gelsd). ``residuals`` has the shape NumPy gives a full-rank ``a``
-    ((K,) or (1,) when M > N, else empty); a rank-deficient ``a`` with M > N, for which NumPy
-    returns an empty array (a size known only at run time), raises at run time if the
-    residuals are used."""
+    ((K,) or (1,) when M > N, else empty); for a rank-deficient ``a`` with M > N, where NumPy
+    returns an empty array (a size known only at run time), they are NaN."""
     a, b = inexact_operands(a, b)
     ta, tb = type_of(a), type_of(b)
     vector = tb.ndim == 1
@@ -243,7 +241,7 @@ def lstsq(a, b, rcond=None):
     x = la.mm(la.scale_cols(la.mH(vh), s_inv), la.mm(la.mH(u), b2))
     if mm_ > n:
         resid = r.sum(_abs_sq(m.subtract(b2, la.mm(a, x))), axis=0)
-        resid = ew.check(m.not_equal(rank, n), resid, "lstsq_rank_deficient")
+        resid = where(m.equal(rank, n), resid, np.nan)
     else:
         resid = np.zeros((0,), real)
     return (sh.reshape(x, (n,)) if vector else x), resid, rank, s

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import dtypes
 from ..core import Primitive, Tracer
-from ..errors import DTypeError, ShapeError, UnsupportedError
+from ..errors import DTypeError, ShapeError
 from ..ir import Type
 from .. import ad_util as ad
 
@@ -440,9 +440,6 @@ ERRORS = {
     # numpy.linalg (numpy/factor.py), from the flag output of a linalg primitive
     "singular_matrix": (np.linalg.LinAlgError, "Singular matrix"),
     "not_positive_definite": (np.linalg.LinAlgError, "Matrix is not positive definite"),
-    "lstsq_rank_deficient": (UnsupportedError, "numpy.linalg.lstsq on traced arrays: the "
-                             "matrix is rank-deficient, for which NumPy returns empty residuals "
-                             "(a size known only at run time); compute them from x instead"),
 }
 
 
