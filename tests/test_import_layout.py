@@ -53,15 +53,15 @@ KNOWN_FRONT_END_CIRCLES = frozenset(
      # UPWARD_EXCEPTIONS); moving the version to a module of its own takes them out
      "tracejit.callback", "tracejit.debug", "tracejit.ops.callback", "tracejit.ode"]
     + [f"tracejit.numpy{m}" for m in (
-        "", "._base", ".counting", ".creation", ".dispatch", ".einsum", ".extra", ".fft",
-        ".floatfns", ".indexing", ".intercept", ".intrange", ".linalg", ".logic", ".math",
-        ".methods", ".mutation", ".nanfuncs", ".nonzero", ".reductions", ".shape", ".signal",
-        ".sorting", ".tail",
+        "", "._base", ".counting", ".creation", ".dispatch", ".einsum", ".extra", ".factor",
+        ".fft", ".floatfns", ".indexing", ".intercept", ".intrange", ".linalg", ".logic",
+        ".math", ".methods", ".mutation", ".nanfuncs", ".nonzero", ".products", ".reductions",
+        ".shape", ".signal", ".sorting", ".tail",
         # SciPy's ufuncs reach them from Tracer.__array_ufunc__ as NumPy's reach the others
         ".special", ".special_gamma")]
     # (a new module of the NumPy layer joins it like every other; every ops module via core)
-    + [f"tracejit.ops.{m}" for m in ("contraction", "control", "elementwise", "fft",
-                                     "reductions", "sorting", "structural")]
+    + [f"tracejit.ops.{m}" for m in ("contraction", "control", "elementwise", "fft", "linalg",
+                                     "reductions", "sorting", "spectral", "structural")]
     + [f"tracejit.transforms.{m}" for m in ("batching", "jvp", "partial_eval", "transpose")])
 
 

@@ -41,9 +41,6 @@ _CONTROL = "Python control flow (if/while) on a traced value"
 XFAIL = {
     "azimint_naive": (ConcretizationError,
                       "data[mask] with a traced mask (data-dependent shape)"),
-    "cholesky2": (UnsupportedError, "np.linalg.cholesky is not supported on traced arrays"),
-    "contour_integral": (UnsupportedError,
-                         "np.linalg.solve / np.linalg.inv are not supported on traced arrays"),
     "mandelbrot1": (ConcretizationError, "Z[I] with a traced mask (data-dependent shape)"),
     "mandelbrot2": (ConcretizationError, "N_[Xi[I], Yi[I]] = i + 1 with a traced mask I "
                                          "(data-dependent shape)"),

@@ -24,6 +24,8 @@ CHECK_BITS = {
     "inf_to_int": 512,  # an infinite scalar stored into an integer array (OverflowError)
     "scalar_out_of_bounds": 1024,  # a scalar outside the integer array's range (OverflowError)
     "all_nan_slice": 2048,  # nanargmax/nanargmin of an all-NaN slice (ValueError)
+    "singular_matrix": 4096,  # numpy.linalg.solve / inv (LinAlgError)
+    "not_positive_definite": 8192,  # numpy.linalg.cholesky (LinAlgError)
 }
 
 DESC_BYTES = 16            # a stack descriptor: {ptr data, i64 length}

@@ -11,7 +11,8 @@ from . import methods as _methods  # noqa: F401  (installs operators on tracers)
 from . import intercept as _intercept  # noqa: F401  (NumPy's creation functions in traces)
 from .creation import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
-from .linalg import *  # noqa: F401,F403
+from .products import *  # noqa: F401,F403
+from . import linalg  # noqa: F401  (the numpy.linalg namespace)
 from .einsum import *  # noqa: F401,F403
 from .logic import *  # noqa: F401,F403
 from .math import *  # noqa: F401,F403

@@ -7,12 +7,9 @@ from ..errors import UnsupportedError
 _UFUNC_ALIASES = {"absolute": "absolute", "conjugate": "conj", "divide": "true_divide"}
 _REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
            "logical_and": "all", "logical_or": "any"}
-# functions outside the main namespace with the main namespace's semantics
-_SAME_AS_NUMPY = {("numpy.linalg", "matmul"), ("numpy.linalg", "tensordot"),
-                  ("numpy.linalg", "outer")}
 _ACCUMULATE = {"add": "cumsum", "multiply": "cumprod"}
 # NumPy submodules whose functions tracejit.numpy has under the same submodule name
-_SUBMODULES = {"numpy.fft": "fft"}
+_SUBMODULES = {"numpy.fft": "fft", "numpy.linalg": "linalg"}
 
 
 def _namespace():
@@ -81,10 +78,9 @@ def _into(ufunc, method, inputs, kwargs, out):
 def array_function(func, args, kwargs):
     module = getattr(func, "__module__", "numpy") or "numpy"
     public = "numpy" if module.startswith("numpy._core") or module == "numpy" else module
-    same = public == "numpy" or (public, func.__name__) in _SAME_AS_NUMPY
-    fn = getattr(_namespace(), func.__name__, None) if same else None
-    if public in _SUBMODULES:
-        fn = getattr(getattr(_namespace(), _SUBMODULES[public]), func.__name__, None)
+    namespace = _namespace() if public == "numpy" else \
+        getattr(_namespace(), _SUBMODULES[public]) if public in _SUBMODULES else None
+    fn = getattr(namespace, func.__name__, None)
     if fn is None or fn is func or not callable(fn):
         raise UnsupportedError(f"{public}.{func.__name__} is not supported by tracejit on traced "
                                f"arrays (tracejit.numpy lists what is); compute it outside the "

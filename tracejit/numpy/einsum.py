@@ -17,7 +17,7 @@ import numpy as np
 from ..core import type_of
 from ..errors import ShapeError
 from ._base import as_traceable, implements
-from .linalg import _dot_general, diagonal
+from .products import _dot_general, diagonal
 
 __all__ = ["einsum"]
 

@@ -177,7 +177,7 @@ def vecdot(x1, x2, /, *, axis=-1, out=None):
 
 def matvec(x1, x2, /, *, out=None):
     """Matrix-vector product over the last axes (NumPy 2's matvec)."""
-    from .linalg import matmul
+    from .products import matmul
     from .shape import expand_dims, squeeze
     if out is not None:
         raise UnsupportedError("np.matvec(..., out=) on tracers")
@@ -186,7 +186,7 @@ def matvec(x1, x2, /, *, out=None):
 
 def vecmat(x1, x2, /, *, out=None):
     """Conjugated vector-matrix product over the last axes (NumPy 2's vecmat)."""
-    from .linalg import matmul
+    from .products import matmul
     from .math import conj
     from .shape import expand_dims, squeeze
     if out is not None:

@@ -10,7 +10,7 @@ import numpy as np
 from .. import dtypes
 from ..core import Tracer
 from ..errors import UnsupportedError
-from . import (creation, indexing, linalg, logic, math, mutation, nonzero, reductions, shape,
+from . import (creation, indexing, logic, math, mutation, nonzero, products, reductions, shape,
                sorting)
 from ._base import convert
 
@@ -101,7 +101,7 @@ _METHODS = {
     "__floordiv__": math.floor_divide, "__rfloordiv__": _swap(math.floor_divide),
     "__mod__": math.remainder, "__rmod__": _swap(math.remainder),
     "__pow__": _pow, "__rpow__": _swap(math.power),
-    "__matmul__": linalg.matmul, "__rmatmul__": _swap(linalg.matmul),
+    "__matmul__": products.matmul, "__rmatmul__": _swap(products.matmul),
     "__neg__": lambda self: math.negative(convert(self, dtypes.int64) if self.ty.weak and
                                           self.dtype == dtypes.bool_ else self), "__pos__": math.positive, "__abs__": math.absolute,
     "__invert__": math.invert,
@@ -122,8 +122,8 @@ _METHODS = {
     "cumprod": reductions.cumprod, "squeeze": mutation.squeeze, "ravel": mutation.ravel,
     "flatten": lambda self, order="C": _fresh(shape.ravel(self, order)),
     "swapaxes": mutation.swapaxes, "repeat": shape.repeat,
-    "take": indexing.take, "dot": linalg.dot, "conj": math.conj, "conjugate": math.conj,
-    "round": math.round, "clip": math.clip, "diagonal": mutation.diagonal, "trace": linalg.trace,
+    "take": indexing.take, "dot": products.dot, "conj": math.conj, "conjugate": math.conj,
+    "round": math.round, "clip": math.clip, "diagonal": mutation.diagonal, "trace": products.trace,
     "copy": lambda self, order="C": _fresh(self),
     "ptp": reductions.ptp, "fill": mutation.fill,
     "put": lambda self, ind, v, mode="raise": mutation.put(self, ind, v, mode),

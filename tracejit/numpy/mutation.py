@@ -26,7 +26,7 @@ import numpy as np
 from .. import dtypes
 from ..core import Tracer, static_value, type_of
 from ..errors import ConcretizationError, TracerError, UnsupportedError
-from . import indexing, intrange, linalg, math
+from . import indexing, intrange, math, products
 from . import shape as shp
 from ._base import convert
 
@@ -440,7 +440,7 @@ def _readonly(raw, np_fn, why):
 
 broadcast_to = _readonly(shp.broadcast_to, np.broadcast_to,
                          "np.broadcast_to returns a read-only view")
-diagonal = _readonly(linalg.diagonal, np.diagonal, "np.diagonal returns a read-only view; "
+diagonal = _readonly(products.diagonal, np.diagonal, "np.diagonal returns a read-only view; "
                      "write through an index such as x[i, i] = v")
 
 

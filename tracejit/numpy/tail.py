@@ -307,7 +307,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         dtype=None):
     """The covariance matrix (NumPy's estimator; weights are not supported on tracers)."""
     from ._base import convert
-    from .linalg import matmul
+    from .products import matmul
     from .math import conjugate, subtract, true_divide
     from .reductions import mean
     from .shape import concatenate, squeeze

@@ -437,6 +437,9 @@ ERRORS = {
     "scalar_out_of_bounds": (OverflowError, "Python integer out of bounds for the integer array "
                                             "it is stored into (NumPy stores a scalar through "
                                             "int(); store an array to get a C cast)"),
+    # numpy.linalg (numpy/factor.py), from the flag output of a linalg primitive
+    "singular_matrix": (np.linalg.LinAlgError, "Singular matrix"),
+    "not_positive_definite": (np.linalg.LinAlgError, "Matrix is not positive definite"),
 }
 
 

@@ -43,10 +43,11 @@ from .epilogue import fuse_epilogues
 from .rowfuse import fuse_rowwise
 from .readers import FuseIndex
 from .sinkviews import sink_views
-from .steps import (ARG_PRIMS, REDUCE_PRIMS, ArgStep, ControlStep, EqnStep, FallbackStep,
-                    LoopGroup, MatmulStep, Plan, ScanStep, ScatterStep, can_lower,
-                    can_lower_arg, can_lower_arg_any, can_lower_scan, can_lower_scatter,
-                    can_lower_take, loop_carries, matmul_layout, step_reads, touches_stack)
+from .steps import (ARG_PRIMS, LINALG_PRIMS, REDUCE_PRIMS, ArgStep, ControlStep, EqnStep,
+                    FallbackStep, LinalgStep, LoopGroup, MatmulStep, Plan, ScanStep, ScatterStep,
+                    can_lower, can_lower_arg, can_lower_arg_any, can_lower_linalg,
+                    can_lower_scan, can_lower_scatter, can_lower_take, loop_carries,
+                    matmul_layout, step_reads, touches_stack)
 from .verify import verify_plan
 from .views import VIEW_PRIMS, View, unit_reshape
 
@@ -173,6 +174,14 @@ def partition(graph, vector_bytes: int, donated=None, arguments=False) -> Plan:
             plan.add_preds(step, ins)
             step.writes.append(outs[0])
             plan.producer[id(outs[0])] = step
+            continue
+        if name in LINALG_PRIMS and can_lower_linalg(plan, eqn):
+            eqn = contiguous_operands(plan, eqn)        # a transposed operand is copied first
+            step = plan.new(LinalgStep, eqn)
+            plan.add_preds(step, eqn.invars)
+            for v in outs:
+                step.writes.append(v)
+                plan.producer[id(v)] = step
             continue
         if eqn.prim.kind == "control":
             subs = plan_subgraphs(plan, eqn)

@@ -12,6 +12,7 @@ emitter that carries it out (``emit/<kind>.py``, which imports this module, neve
 | scan      | ``ScanStep``   | :func:`can_lower_scan`             | ``emit/scan.py``      |
 | arg       | ``ArgStep``    | :func:`can_lower_arg_any`          | ``emit/arg.py``       |
 | scatter   | ``ScatterStep``| :func:`can_lower_scatter`          | ``emit/scatter.py``   |
+| linalg    | ``LinalgStep`` | :func:`can_lower_linalg`           | ``emit/linalg.py``    |
 | control   | ``ControlStep``| ``partition.plan_subgraphs``       | ``emit/control.py``   |
 | numpy     | ``FallbackStep`` | (anything else)                  | ``runtime/executable.py`` |
 
@@ -122,6 +123,12 @@ class ArgStep(EqnStep):
 class ScatterStep(EqnStep):
     """scatter as native loops (``emit/scatter.py``; legality: :func:`can_lower_scatter`)."""
     kind = "scatter"
+
+
+class LinalgStep(EqnStep):
+    """cholesky / triangular_solve / solve of small real matrices as native loops (``emit/linalg.py``;
+    legality: :func:`can_lower_linalg`)."""
+    kind = "linalg"
 
 
 class FallbackStep(EqnStep):
@@ -333,3 +340,35 @@ def can_lower_scatter(plan, eqn) -> bool:
         dtype_ok = lowering.dtype_ok(dt)
     return dtype_ok and idx.ty.dtype.kind == "i" and all(_scatter_operand_ok(plan, a)
                                                          for a in eqn.invars)
+
+
+# Matrices needing at most this many multiply-adds each run the native unblocked algorithms of
+# emit/linalg.py (about 1 ns per multiply-add); larger ones call NumPy's blocked LAPACK, faster
+# from about there on even with the ~150 us a NumPy step between native segments costs
+# (measured: cholesky n=32 native 6 us, NumPy alone 20 us, through the fallback ~200 us).
+LINALG_MAX_WORK = 50_000
+LINALG_PRIMS = ("cholesky", "triangular_solve", "solve")
+_LINALG_STACK_BYTES = 64 * 1024      # solve's copy of the matrix lives on the stack
+
+
+def _linalg_work(eqn) -> int:
+    n = eqn.invars[0].ty.shape[-1]
+    if eqn.prim.name == "cholesky":
+        return n ** 3 // 6
+    if eqn.prim.name == "solve":
+        if n * n * eqn.invars[0].ty.dtype.itemsize > _LINALG_STACK_BYTES:
+            return LINALG_MAX_WORK + 1
+        return n ** 3 // 3 + n * n * eqn.invars[1].ty.shape[-1]
+    return n * n * eqn.invars[1].ty.shape[-1] // 2
+
+
+def can_lower_linalg(plan, eqn) -> bool:
+    """LinalgStep: a real float32/float64 cholesky, triangular_solve or solve of matrices
+    needing at most ``LINALG_MAX_WORK`` multiply-adds each, every operand a view of a slot (the
+    partitioner copies a strided one into a contiguous temporary first)."""
+    a = eqn.invars[0]
+    if np.dtype(a.ty.dtype) not in (np.dtype(np.float32), np.dtype(np.float64)) or \
+            _linalg_work(eqn) > LINALG_MAX_WORK:
+        return False
+    return all(isinstance(x, Var) and isinstance(plan.view_of(x).base, Var)
+               for x in eqn.invars)

@@ -63,8 +63,8 @@ from ..emit.segment import graph_namer
 from ..engine import jit
 from ..matmul.kernel import vector_bytes
 from ..plan import buffers, partition
-from ..plan.steps import (ArgStep, ControlStep, FallbackStep, LoopGroup, MatmulStep, ScanStep,
-                          ScatterStep)
+from ..plan.steps import (ArgStep, ControlStep, FallbackStep, LinalgStep, LoopGroup, MatmulStep,
+                          ScanStep, ScatterStep)
 from . import control_fallback, stack_arrays, tiers
 
 log = logging.getLogger("tracejit")
@@ -578,6 +578,9 @@ class Executable:
                 p = step.eqn.params
                 lines.append(f"  scatter {n(step.eqn.outvars[0])}=scatter[{p['mode']}, "
                              f"axis={p['axis']}]" + self._in_place(step.eqn.outvars[0]))
+            elif isinstance(step, LinalgStep):
+                outs = " ".join(n(v) for v in step.eqn.outvars)
+                lines.append(f"  {outs} = {step.eqn.prim.name} (native loops)")
             elif isinstance(step, ControlStep):
                 outs = " ".join(n(v) for v in step.eqn.outvars)
                 lines.append(f"  {outs} = {control.describe(step, code)}")
