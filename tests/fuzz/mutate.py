@@ -180,8 +180,10 @@ def _value(g, shape, dtype):
     if u < 0.5:
         return y, [y]
     lit = _lit(rng, "i" if kind in "ib" else kind)
+    # (y - y.mean() is a float: into an integer array it would be the C conversion again)
+    centred = f"{y} - {y}.mean()" if g.val(y).size and kind not in "iu" else f"{y} * 2"
     return rng.choice([f"{y} * {lit}", f"{y} + {lit}", f"np.abs({y})", f"-{y}",
-                       f"{y} - {y}.mean()" if g.val(y).size else f"{y} * 2"]), [y]
+                       centred]), [y]
 
 
 def _sub(g, x, idx):
