@@ -65,6 +65,7 @@ CASES = {
     "arccosh": (un("arccosh"), [lambda s, r: _pos(s, r, 1.2, 3)]),
     "arctanh": (un("arctanh"), [_unit]),
     "real": (un("real"), [_cplx]), "imag": (un("imag"), [_cplx]), "conj": (un("conj"), [_cplx]),
+    "complex": (bin_("complex"), [_any, _any]),
     "add": (bin_("add"), [_any, _any]), "sub": (bin_("sub"), [_any, _any]),
     "mul": (bin_("mul"), [_any, _any]), "div": (bin_("div"), [_any, _away]),
     "rem": (bin_("rem"), [lambda s, r: r.uniform(0.2, 0.8, s), lambda s, r: r.uniform(1, 2, s)]),

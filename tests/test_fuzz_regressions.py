@@ -300,3 +300,22 @@ def test_isclose_makes_its_second_operand_inexact_as_numpy():
                 got = tj.trace(lambda a, b: np.isclose(a, b, equal_nan=equal_nan),
                                backend=backend)(a, b)
                 np.testing.assert_array_equal(got, want)
+
+
+# NumPy scalars take no fast power path (np.True_ ** 2 is int64; bool *arrays* square to int8),
+# and a ufunc of Python numbers gives a strongly typed NumPy scalar (np.abs(2.0) is an
+# np.float64, so a float32 divided by it is float64): fuzz 9501 #113, #178
+
+def test_numpy_scalar_powers_and_ufuncs_of_python_numbers():
+    def f(k, x, a):
+        b = np.abs(k).any(keepdims=True)          # a NumPy bool scalar
+        m = np.max(x)                              # a float32 NumPy scalar
+        m /= m * -0.75
+        m /= np.abs(a)                             # np.abs of a Python float: np.float64
+        return b ** 2, m, (x > 0) ** 2, np.add(k, 1) + np.ones(2, np.uint8)
+    for backend in ("interpret", "llvm"):
+        x = np.array([1.5, -2.0], np.float32)
+        want, got = f(3, x, -2.0), tj.jit(f, backend=backend)(3, x, -2.0)
+        for g, w in zip(got, want):
+            assert np.asarray(g).dtype == np.asarray(w).dtype
+            np.testing.assert_array_equal(g, w)

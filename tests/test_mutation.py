@@ -596,3 +596,30 @@ def test_mask_assignment_of_an_array_into_itself_is_the_identity():
 
     x1, x2 = np.array([True]), np.array([True])
     np.testing.assert_array_equal(tj.trace(f)(x1), f(x2))
+
+
+def test_writes_through_real_and_imag_views():
+    """x.real / x.imag of a complex array are writable views, as in NumPy (setitem, augmented
+    operators, assignment to the attribute, through a view of x), built exactly with complex_p:
+    infinities, NaNs and signed zeros in the other part are kept."""
+    z = rng.standard_normal(5) + 1j * rng.standard_normal(5)
+    z[1] = complex(-0.0, np.inf)
+
+    def f(z, v):
+        z.real[1:3] = v[:2]
+        z.imag *= -1
+        r = z.real
+        r += 1.0
+        w = z[::2]
+        w.imag[...] = -0.0
+        return z.real.copy(), np.abs(z)
+
+    def g(z):
+        z.real = np.inf
+        z.imag[0] = np.nan
+        return z
+    same_as_numpy(f, z, V[:3])
+    same_as_numpy(g, z)
+    for backend in BACKENDS:
+        got = tj.trace(g, backend=backend)(z.copy())
+        assert np.array_equal(np.signbit(got.imag), np.signbit(g(z.copy()).imag))

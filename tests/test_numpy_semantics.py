@@ -33,7 +33,7 @@ def test_array_subclasses_are_refused_not_reinterpreted(make):
                                   np.asarray(x) * np.asarray(x))
 
 
-@pytest.mark.parametrize("method", ["sort", "partition", "resize"])
+@pytest.mark.parametrize("method", ["partition", "resize", "byteswap"])
 def test_missing_ndarray_methods_say_so(method):
     with pytest.raises(tj.UnsupportedError, match=f"ndarray.{method}"):
         tj.jit(lambda x: getattr(x, method)(0))(np.ones(3))

@@ -2,6 +2,8 @@
 calls on traced values to tracejit.numpy, so unmodified NumPy code traces."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..errors import UnsupportedError
 
 _UFUNC_ALIASES = {"absolute": "absolute", "conjugate": "conj", "divide": "true_divide"}
@@ -36,7 +38,7 @@ def array_ufunc(ufunc, method, inputs, kwargs):
                                    f"tracejit on traced arrays")
         out = fn(*inputs)
         out = out.astype(dtype) if dtype is not None else out
-        return _new(out, inputs)           # a ufunc's result is a new array (np.positive(x))
+        return _new(_strong_of_python(out, inputs), inputs)   # a new array (np.positive(x))
     if method == "reduce" and name in _REDUCE:
         axis = kwargs.get("axis", 0)
         return getattr(tnp, _REDUCE[name])(inputs[0], axis=axis,
@@ -60,6 +62,21 @@ def _foreign(ufunc):
     name; None for others (the caller says it is unsupported)."""
     from .special_gamma import UFUNCS
     return UFUNCS.get(ufunc.__name__)
+
+
+def _strong_of_python(out, inputs):
+    """A ufunc of Python numbers only (traced Python-scalar arguments included) gives a NumPy
+    scalar, strongly typed (``np.abs(2.0)`` is an np.float64: divided into a float32 it makes
+    float64, where the Python float would not; fuzz 9501 #178)."""
+    from ..core import Tracer, type_of
+    from ..ops import elementwise as ew
+    if not isinstance(out, Tracer) or not type_of(out).weak:
+        return out
+    if all(isinstance(x, Tracer) and type_of(x).weak or
+           isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)
+           for x in inputs):
+        return ew.convert_p.bind(out, dtype=type_of(out).dtype)
+    return out
 
 
 def _into(ufunc, method, inputs, kwargs, out):

@@ -104,7 +104,7 @@ def round(x, decimals=0):  # noqa: A001 - NumPy's name
         return x if decimals >= 0 else _round_int(x, 10 ** -decimals)
     if t.dtype.kind == "c":
         re, im = round(real(x), decimals), round(imag(x), decimals)
-        return add(convert(re, t.dtype, t.weak), multiply(convert(im, t.dtype, t.weak), 1j))
+        return ew.complex_p.bind(re, im)             # exact: NaN and -0.0 parts stay apart
     if decimals == 0:
         return rint(x)
     if decimals > 0:                     # NumPy's order of operations, for identical results

@@ -70,7 +70,10 @@ def _python_int(x):
 def _pow(self, other):
     """``x ** y``: like ndarray.__pow__, an inexact array to the Python scalar 2, -1 or 0.5 is
     square, reciprocal or sqrt (NumPy's fast_scalar_power), where that differs from np.power;
-    so is a boolean array to the Python int 2 (square: int8)."""
+    so is a boolean array to the Python int 2 (square: int8). NumPy scalars take no fast path
+    (``np.True_ ** 2`` is int64, ``np.float64(-0.0) ** 0.5`` is 0.0): np.power."""
+    if mutation.is_scalar(self):
+        return math.power(self, other)
     if self.dtype.kind in "fc" and type(other) is float and other == 0.5:
         return math.sqrt(self)              # sqrt(-0.0) = -0.0 and sqrt(-inf) = nan, unlike pow
     if self.dtype == dtypes.bool_ and _python_int(other) == 2:
@@ -153,9 +156,20 @@ for _name in ("__pos__", "__abs__", "__neg__", "__invert__", "conj", "conjugate"
     _METHODS[_name] = _new_array(_METHODS[_name])
 for _name, _fn in _METHODS.items():
     setattr(Tracer, _name, _fn)
+
+
+def _part_setter(part):
+    """``x.real = v`` / ``x.imag = v`` (also what ``x.imag *= 2`` ends with): NumPy writes
+    ``v`` into that part of ``x``."""
+    def setter(self, v):
+        mutation.setitem(part(self), Ellipsis, v)
+    return setter
+
+
+_SETTERS = {"real": _part_setter(mutation.real), "imag": _part_setter(mutation.imag)}
 for _name, _fn in _PROPERTIES.items():
     if _fn is not None:
-        setattr(Tracer, _name, property(_fn))
+        setattr(Tracer, _name, property(_fn, _SETTERS.get(_name)))
 
 __all__ = []
 del creation, logic

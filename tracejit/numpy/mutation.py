@@ -450,15 +450,19 @@ def broadcast_arrays(*args, subok=False):
                  for a, o in zip(args, outs))
 
 
-_COMPLEX_PART = "writing into the {} part of a traced complex array is not supported; build " \
-                "the new array with re + 1j * im instead"
+def _with_part(parent, new, which):
+    """``parent`` (complex) with its real or imaginary part replaced by ``new``, exactly."""
+    from ..ops.elementwise import complex_p
+    if which == "real":
+        return complex_p.bind(new, math.imag(parent))
+    return complex_p.bind(math.real(parent), new)
 
 
 def real(x, /):
     out = math.real(x)
     if not isinstance(x, Tracer) or not dtypes.is_complex(x.dtype) or is_scalar(x):
         return out          # of a real array: the array itself; of a scalar: a new scalar
-    return link(x, out, math.real, None, _COMPLEX_PART.format("real"),
+    return link(x, out, math.real, lambda p, v: _with_part(p, v, "real"),
                 relayout=lambda lay: lay.real)
 
 
@@ -469,7 +473,7 @@ def imag(x, /):
     if not dtypes.is_complex(x.dtype):      # NumPy: a new read-only array of zeros
         return link(x, out, math.imag, None, "the imaginary part of a real array is a read-only "
                     "array of zeros", relayout=lambda lay: _fake(lay.dtype, lay.shape))
-    return link(x, out, math.imag, None, _COMPLEX_PART.format("imaginary"),
+    return link(x, out, math.imag, lambda p, v: _with_part(p, v, "imag"),
                 relayout=lambda lay: lay.imag)
 
 

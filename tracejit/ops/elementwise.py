@@ -407,6 +407,33 @@ def _convert_transpose(ct, x, *, dtype):
 convert_p.jvp = _convert_jvp
 convert_p.transpose = _convert_transpose
 
+# complex(re, im): the complex number with these parts, exactly (re + 1j * im is not: 1j * inf
+# has a NaN real part, and -0.0 + 0.0 loses a sign), for writes through x.real / x.imag.
+def _complex_shape(re, im):
+    if re.dtype != im.dtype or re.dtype.kind != "f":
+        raise DTypeError(f"complex: parts must be one float dtype, got {re.dtype} and {im.dtype}")
+    if re.shape != im.shape and () not in (re.shape, im.shape):
+        raise ShapeError(f"complex: part shapes {re.shape} and {im.shape} differ")
+    return Type(np.result_type(re.dtype, np.complex64), re.shape or im.shape,
+                re.weak and im.weak)
+
+
+def _complex_impl(re, im):
+    re, im = np.asarray(re), np.asarray(im)
+    out = np.empty(np.broadcast_shapes(re.shape, im.shape),
+                   np.result_type(re.dtype, np.complex64))
+    out.real, out.imag = re, im
+    return out
+
+
+complex_p = Primitive("complex", "elementwise", _complex_shape, _complex_impl, nargs=2,
+                      linear=True)
+# linear in both parts; with the pairing Re(ct * t): Re(ct (a + ib)) = Re(ct) a - Im(ct) b
+ad.deflinear(complex_p, lambda ct, re, im: [
+    ad.unbroadcast(ad.real_part(ct), re.ty) if ad.is_undefined(re) else None,
+    ad.unbroadcast(ad.neg(ad.unary("imag", ct)), im.ty) if ad.is_undefined(im) else None])
+
+
 
 # run-time checks ---------------------------------------------------------------------------
 # ``check(bad, x, error=name) -> x``, an identity with a side condition: ``x`` passes through

@@ -350,5 +350,6 @@ CEMIT = {
     "log2": _cscaled_log(1.0 / np.log(2.0)), "log10": _cscaled_log(1.0 / np.log(10.0)),
     "exp2": _cexp2, "expm1": _cexpm1, "log1p": _clog1p,
     "stop_gradient": lambda cx, eqn, x: x, "abs": _cabs, "sign": _csign, "pow": _cpow,
+    "complex": lambda cx, eqn, re, im: (re, im),     # real operands: the pair itself
 }
 assert CEMIT.keys() == lowering.COMPLEX, "the planner's names are this table's keys"
