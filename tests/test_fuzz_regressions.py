@@ -319,3 +319,17 @@ def test_numpy_scalar_powers_and_ufuncs_of_python_numbers():
         for g, w in zip(got, want):
             assert np.asarray(g).dtype == np.asarray(w).dtype
             np.testing.assert_array_equal(g, w)
+
+
+def test_numpy_functions_of_python_numbers_are_strongly_typed():
+    """np.reshape / np.asarray of a Python float give float64 arrays, which promote a float32
+    array to float64 (fuzz 9521 #534, #882: they stayed weak, so the result was float32)."""
+    def f(x, a):
+        v = np.reshape(a, (-1,))
+        w = np.asarray(a) + 1
+        return v + x, w - x[0]
+    for backend in ("interpret", "llvm"):
+        x = np.array([1.5, -2.0], np.float32)
+        for g, w in zip(tj.jit(f, backend=backend)(x, 0.25), f(x, 0.25)):
+            assert np.asarray(g).dtype == np.asarray(w).dtype
+            np.testing.assert_array_equal(g, w)

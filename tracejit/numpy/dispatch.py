@@ -38,7 +38,7 @@ def array_ufunc(ufunc, method, inputs, kwargs):
                                    f"tracejit on traced arrays")
         out = fn(*inputs)
         out = out.astype(dtype) if dtype is not None else out
-        return _new(_strong_of_python(out, inputs), inputs)   # a new array (np.positive(x))
+        return _new(strong(out), inputs)   # a new array (np.positive(x)); np.abs(2.0): np.float64
     if method == "reduce" and name in _REDUCE:
         axis = kwargs.get("axis", 0)
         return getattr(tnp, _REDUCE[name])(inputs[0], axis=axis,
@@ -64,17 +64,17 @@ def _foreign(ufunc):
     return UFUNCS.get(ufunc.__name__)
 
 
-def _strong_of_python(out, inputs):
-    """A ufunc of Python numbers only (traced Python-scalar arguments included) gives a NumPy
-    scalar, strongly typed (``np.abs(2.0)`` is an np.float64: divided into a float32 it makes
-    float64, where the Python float would not; fuzz 9501 #178)."""
+def strong(out):
+    """NumPy's functions and ufuncs return arrays or NumPy scalars, never Python numbers: a
+    weakly typed result (of Python-number operands only: ``np.abs(2.0)``, ``np.reshape(2.0,
+    (-1,))``) is strongly typed, so it promotes as NumPy's float64/int64 does (fuzz 9501 #178,
+    9521 #534)."""
     from ..core import Tracer, type_of
     from ..ops import elementwise as ew
-    if not isinstance(out, Tracer) or not type_of(out).weak:
-        return out
-    if all(isinstance(x, Tracer) and type_of(x).weak or
-           isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)
-           for x in inputs):
+    if isinstance(out, (tuple, list)):
+        parts = [strong(o) for o in out]
+        return type(out)(*parts) if hasattr(out, "_fields") else type(out)(parts)
+    if isinstance(out, Tracer) and type_of(out).weak:
         return ew.convert_p.bind(out, dtype=type_of(out).dtype)
     return out
 
@@ -102,7 +102,7 @@ def array_function(func, args, kwargs):
         raise UnsupportedError(f"{public}.{func.__name__} is not supported by tracejit on traced "
                                f"arrays (tracejit.numpy lists what is); compute it outside the "
                                f"traced function or express it with supported operations")
-    return _kind(func.__name__, fn(*args, **kwargs), args)
+    return _kind(func.__name__, strong(fn(*args, **kwargs)), args)
 
 
 # functions whose result NumPy returns as an array even when 0-d (others give NumPy scalars),

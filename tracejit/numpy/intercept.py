@@ -118,7 +118,8 @@ def _array_fn(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0,
     if kw or not _c_order(order):
         return None
     if has_tracer([object]):
-        out = creation.array(object, dtype=dtype, ndmin=ndmin)
+        from .dispatch import strong                # NumPy makes an array of a Python number
+        out = strong(creation.array(object, dtype=dtype, ndmin=ndmin))
         if out is object and copy is not False:
             out = mutation.value(out)
         if isinstance(out, Tracer) and out.ndim == 0 and out is not object:
@@ -135,11 +136,15 @@ def _asarray(a, dtype=None, order=None, **kw):
     if isinstance(a, np.ndarray) and (dtype is None or np.dtype(dtype) == a.dtype):
         return None                        # the caller's array itself, as NumPy returns it
     if isinstance(a, Tracer):
+        from .dispatch import strong                # NumPy makes an array of a Python number
         out = creation.asarray(a, dtype=dtype)
         if out is a and mutation.is_scalar(a):     # a new 0-d array of a scalar
             out = mutation.value(a)
             out.frozen = False
-        return out
+        made = strong(out)
+        if made is not out and made.ndim == 0:
+            made.frozen = False                     # (an array, not a scalar)
+        return made
     return _array_fn(a, dtype=dtype, order=order or "K", **kw)
 
 
