@@ -2,6 +2,7 @@
 backend or under a transform, kept as exact regression tests against the interpreter and
 finite differences. Each test names the root cause that was fixed."""
 import numpy as np
+import pytest
 
 import tracejit as tj
 
@@ -333,3 +334,16 @@ def test_numpy_functions_of_python_numbers_are_strongly_typed():
         for g, w in zip(tj.jit(f, backend=backend)(x, 0.25), f(x, 0.25)):
             assert np.asarray(g).dtype == np.asarray(w).dtype
             np.testing.assert_array_equal(g, w)
+
+
+def test_put_into_a_read_only_view_fails_as_read_only_first():
+    """np.put into a read-only view with an out-of-range index: NumPy's ValueError (read-only)
+    comes before the IndexError, as for x[i] = v (fuzz 9521 #931)."""
+    def f(a):
+        np.put(np.diagonal(a, -1), [2], 0)
+        return a
+    with pytest.raises(ValueError):
+        f(np.ones((4, 1)))
+    for backend in ("interpret", "llvm"):
+        with pytest.raises(ValueError, match="read-only"):
+            tj.jit(f, backend=backend)(np.ones((4, 1)))

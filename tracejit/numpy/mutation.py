@@ -532,6 +532,7 @@ def _cyclic(values, n, dtype):
 def _put_flat(a, positions, values, fname):
     from .shape import ravel
     a = _target(a, fname)
+    check_writeable(a)                      # NumPy's first error, before an index error
     n = np.shape(positions)[0] if not isinstance(positions, Tracer) else positions.shape[0]
     flat = indexing.update(ravel(value(a)), positions, _cyclic(values, n, a.dtype), "set")
     assign(a, shp.reshape(flat, a.shape))
