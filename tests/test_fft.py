@@ -4,7 +4,6 @@ against finite differences (order 2, both modes), vmap against a Python loop, an
 
 Each (dtype, shape, backend) traces *one* function returning every case's result, so the whole
 table costs one compile per signature."""
-import contextlib
 import warnings
 
 import numpy as np
@@ -15,7 +14,7 @@ import tracejit.numpy as tnp
 from tracejit.errors import DTypeError, ShapeError
 from tracejit.ir import Type
 from tracejit.ops import fft as ops
-from tracejit.test_util import check_grads
+from tracejit.test_util import check_grads, using_backend
 
 NORMS = [None, "backward", "ortho", "forward"]
 ONE_D = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft"]
@@ -172,26 +171,16 @@ GRAD_CASES = {
 LLVM_GRADS = {"irfft_odd", "rfftn_3d", "power_complex", "convolution"}
 
 
-@contextlib.contextmanager
-def _backend(name):
-    saved = tj.config.backend
-    tj.config.backend = name
-    try:
-        yield
-    finally:
-        tj.config.backend = saved
-
-
 @pytest.mark.parametrize("name,backend", [(n, "interpret") for n in sorted(GRAD_CASES)] +
                          [(n, "llvm") for n in sorted(LLVM_GRADS)])
 def test_check_grads(name, backend):
     f, x = GRAD_CASES[name]
-    with _backend(backend):
+    with using_backend(backend):
         check_grads(f, (x,), order=2, modes=("fwd", "rev"))
 
 
 def test_check_grads_single_precision():
-    with _backend("interpret"):
+    with using_backend("interpret"):
         check_grads(lambda a: np.fft.irfft(np.fft.fft(a)[..., :4], n=6),
                     (_X.astype(np.float32),), order=2)
         check_grads(lambda a: np.fft.rfft2(a.real) * a[:, :4], (_Z.astype(np.complex64),),
@@ -341,7 +330,7 @@ def test_loops_with_transforms_both_backends():
     for _ in range(4):
         want = np.fft.irfft(np.fft.rfft(want) * np.exp(-k ** 2), n=16) + 0.01 * np.sin(want)
     for backend in ("interpret", "llvm"):
-        with _backend(backend):
+        with using_backend(backend):
             np.testing.assert_allclose(tj.jit(heat)(x), want, atol=1e-13)
             check_grads(lambda u: np.sum(heat(u) ** 2), (x,), order=2)
             got = tj.jit(tj.vmap(heat))(np.stack([x, x]))

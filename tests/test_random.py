@@ -2,7 +2,6 @@
 structure of split/fold_in, distribution checks that can fail (moments and Kolmogorov-Smirnov
 against exact CDFs, deterministic because the keys are fixed), interpret == llvm, vmap over keys,
 derivatives through reparameterised samples, and the warning for np.random inside a trace."""
-import contextlib
 import math
 import warnings
 import zlib
@@ -12,7 +11,7 @@ import pytest
 
 import tracejit as tj
 import tracejit.random as jr
-from tracejit.test_util import check_grads
+from tracejit.test_util import check_grads, using_backend
 
 U32 = np.uint32
 
@@ -22,18 +21,8 @@ def _jax_seed(name):
     return zlib.adler32((name + "threefry2x32").encode())
 
 
-@contextlib.contextmanager
-def on_backend(name):
-    saved = tj.config.backend
-    tj.config.backend = name
-    try:
-        yield
-    finally:
-        tj.config.backend = saved
-
-
 def _compiled(fn, *args, backend="llvm"):
-    with on_backend(backend):
+    with using_backend(backend):
         return tj.jit(fn)(*args)
 
 
@@ -377,7 +366,7 @@ def test_jit_takes_keys_as_arguments():
 @pytest.fixture
 def interpreted():
     """Derivatives are IR transforms: checked on the reference interpreter (no compiles)."""
-    with on_backend("interpret"):
+    with using_backend("interpret"):
         yield
 
 

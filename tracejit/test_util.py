@@ -11,6 +11,8 @@ arguments' own dtype. Complex arguments get complex directions.
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from . import tree
@@ -123,3 +125,15 @@ def check_grads(f, args, order=2, modes=("fwd", "rev"), eps=None, atol=None, rto
                 check(f_vjp, xs, k + 1, label + " of vjp")
 
     check(f, args, 1, "")
+
+
+@contextlib.contextmanager
+def using_backend(name: str):
+    """``tracejit.config.backend`` set to ``name`` inside the block, restored after it."""
+    from .config import config
+    saved = config.backend
+    config.backend = name
+    try:
+        yield
+    finally:
+        config.backend = saved
