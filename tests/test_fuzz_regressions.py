@@ -347,3 +347,17 @@ def test_put_into_a_read_only_view_fails_as_read_only_first():
     for backend in ("interpret", "llvm"):
         with pytest.raises(ValueError, match="read-only"):
             tj.jit(f, backend=backend)(np.ones((4, 1)))
+
+
+def test_augmented_write_into_a_read_only_view_fails_as_read_only_first():
+    """v += 1j on a read-only view of a float array: NumPy's ValueError (read-only) comes before
+    the casting TypeError (fuzz 9541 #58)."""
+    def f(a):
+        v = np.diagonal(a, -1)
+        v += 1j
+        return a
+    with pytest.raises(ValueError):
+        f(np.ones((3, 3)))
+    for backend in ("interpret", "llvm"):
+        with pytest.raises(ValueError, match="read-only"):
+            tj.jit(f, backend=backend)(np.ones((3, 3)))

@@ -198,6 +198,7 @@ def inplace(fn, symbol):
         out = fn(self, other)
         if is_scalar(self):
             return out
+        check_writeable(self)               # NumPy's first error, before the shape and cast
         if out.shape != self.shape:
             raise ValueError(f"non-broadcastable output operand with shape {self.shape} doesn't "
                              f"match the broadcast shape {out.shape} (x {symbol}= v)")
