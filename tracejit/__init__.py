@@ -20,9 +20,9 @@ from .callback import pure_callback  # noqa: F401
 from . import debug  # noqa: F401
 from .ode import odeint  # noqa: F401
 from . import tree  # noqa: F401
+from .version import __version__  # noqa: F401
 from .tree import register_pytree_node  # noqa: F401
 from .errors import (TracerError, ConcretizationError, ShapeError, DTypeError,  # noqa: F401
                      UnsupportedError, InputError, NaNError, CompilerError,
                      TracerWarning)
 
-__version__ = "0.1.0"

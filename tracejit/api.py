@@ -688,7 +688,7 @@ class Traced:
 
 
 def _producer() -> str:
-    from . import __version__
+    from .version import __version__
     return f"tracejit {__version__}"
 
 

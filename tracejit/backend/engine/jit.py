@@ -205,7 +205,7 @@ _DEFINED = re.compile(r'^define [^@]*@"?([^"(\s]+)"?\(|^@"?([^"\s]+)"? = (?!exte
 
 def cache_key(llvm_ir_text: str, opt: int = 1) -> str:
     """Content key of a module's object code on this host and these versions."""
-    from ... import __version__
+    from ...version import __version__
     cpu, features = host_cpu()
     h = new_hash()
     for part in (llvm_ir_text, cpu, features, llvmlite.__version__, __version__, str(opt)):
@@ -275,7 +275,7 @@ def compile_library(name: str, build, source: str, opt: int = 1) -> bool:
     ``config.library_cache_dir`` keyed by name, source, host CPU and features, libc, llvmlite
     and tracejit versions and opt level, and loaded with ``add_object_file`` (about 1 ms instead
     of 20-100 ms of codegen). Returns True when the object came from the cache."""
-    from ... import __version__
+    from ...version import __version__
     libc = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else ""
     cpu, features = host_cpu()
     h = new_hash()
