@@ -10,11 +10,12 @@ from . import numpy  # noqa: F401  (first: installs NumPy's operators on tracers
 from .api import trace, jit, make_ir, Traced  # noqa: F401
 from .config import config  # noqa: F401
 from .ad import jvp, linearize, vjp  # noqa: F401
-from .derivatives import grad, value_and_grad, jacfwd, jacrev, hessian, export  # noqa: F401
+from .derivatives import (grad, value_and_grad, jacfwd, jacrev, hessian, export,  # noqa: F401
+                          residual_bytes)
 from .custom import stop_gradient, custom_jvp, custom_vjp  # noqa: F401
 from . import test_util  # noqa: F401
 from .control import cond, switch, while_loop, fori_loop, scan  # noqa: F401
-from .checkpoint import checkpoint, remat, residual_bytes  # noqa: F401
+from .checkpoint import checkpoint, remat  # noqa: F401
 from .transforms.batching import vmap  # noqa: F401
 from .callback import pure_callback  # noqa: F401
 from . import debug  # noqa: F401

@@ -1,5 +1,5 @@
 """Rematerialisation: ``checkpoint(f)`` recomputes ``f``'s intermediates in the backward pass
-instead of storing them, and ``residual_bytes`` reports what a gradient keeps alive.
+instead of storing them (``derivatives.residual_bytes`` reports what a gradient keeps alive).
 
 In the IR a checkpointed region is one ``remat[call=<graph>]`` equation. Forward evaluation and
 compilation see its graph inlined (``simplify`` expands it); reverse-mode AD keeps only the
@@ -67,23 +67,3 @@ def checkpoint(fun, policy=None):
 
 
 remat = checkpoint
-
-
-def residual_bytes(fun, *args, argnums=0) -> int:
-    """Bytes of the residuals reverse mode keeps between the forward and backward pass of
-    ``fun(*args)`` w.r.t. ``argnums`` (the outputs of the forward graph beyond ``fun``'s own).
-
-    A while loop's tape (its per-step residuals) grows with the trip count, which only a run
-    tells: when there is one, the forward pass runs once on ``args`` and the bytes it actually
-    recorded are counted."""
-    from .ad import _stage
-    from .derivatives import _partial
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    diff_args = [args[i] for i in nums]
-    staged, leaves = _stage(_partial(fun, args, {}, nums), diff_args)
-    fwd, _, n_res = staged.linearized()
-    res = fwd.outvars[len(fwd.outvars) - n_res:]
-    if any(v.ty.dynamic for v in res):
-        values = staged.run("fwd", fwd, list(leaves) + list(staged.captured))
-        return int(sum(np.asarray(r).nbytes for r in values[len(values) - n_res:]))
-    return int(sum(v.ty.size * v.ty.dtype.itemsize for v in res))

@@ -214,6 +214,24 @@ def _partial(fun, args, kwargs, nums):
     return f_part
 
 
+def residual_bytes(fun, *args, argnums=0) -> int:
+    """Bytes of the residuals reverse mode keeps between the forward and backward pass of
+    ``fun(*args)`` w.r.t. ``argnums`` (the outputs of the forward graph beyond ``fun``'s own).
+
+    A while loop's tape (its per-step residuals) grows with the trip count, which only a run
+    tells: when there is one, the forward pass runs once on ``args`` and the bytes it actually
+    recorded are counted."""
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    diff_args = [args[i] for i in nums]
+    staged, leaves = _stage(_partial(fun, args, {}, nums), diff_args)
+    fwd, _, n_res = staged.linearized()
+    res = fwd.outvars[len(fwd.outvars) - n_res:]
+    if any(v.ty.dynamic for v in res):
+        values = staged.run("fwd", fwd, list(leaves) + list(staged.captured))
+        return int(sum(np.asarray(r).nbytes for r in values[len(values) - n_res:]))
+    return int(sum(v.ty.size * v.ty.dtype.itemsize for v in res))
+
+
 def _value_and_grad_body(fun, argnums, has_aux, holomorphic, kind):
     def body(*args, **kwargs):
         nums, single = _check_argnums(kind, argnums, args)
