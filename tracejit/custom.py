@@ -25,7 +25,7 @@ from . import ad_util as ad
 from . import tree
 from .core import Primitive, Tracer, current_builder, eval_graph, literal_value, make_graph
 from .errors import InputError, UnsupportedError
-from .ir import Graph, Literal
+from .ir import Literal
 from .signature import leaf_type
 
 __all__ = ["stop_gradient", "custom_jvp", "custom_vjp"]
@@ -271,8 +271,3 @@ def _custom_vjp_lin_jvp(primals, tangents, **params):
 
 
 custom_vjp_lin_p.jvp = _custom_vjp_lin_jvp
-
-
-def inline_graph(graph: Graph) -> Graph:  # pragma: no cover - see tracejit.passes.inline_calls
-    from .passes import inline_calls
-    return inline_calls(graph)
