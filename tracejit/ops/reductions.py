@@ -9,11 +9,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ..core import Primitive
+from ..core import Primitive, make_graph
 from ..errors import DTypeError, ShapeError
 from ..ir import Type
 from .. import ad_util as ad
 from ..core import REGISTRY
+from . import control as cf
 
 
 def _check_axes(name, x, axes):
@@ -179,19 +180,23 @@ def _cumprod_jvp(primals, tangents, *, axis, reverse):
 
 
 def _cumprod_jvp_scan(x, t, y, axis, reverse):
-    """The recurrence along ``axis`` (from the end for ``reverse``), all other axes at once."""
-    import tracejit.numpy as tnp                 # composites over ops (imported at call time)
-    from ..control import scan
-    xs, ts, ys = (tnp.moveaxis(a, axis, 0) for a in (x, t, y))
-    one = tnp.ones_like(ys[:1])
-    prev = tnp.concatenate([ys[1:], one]) if reverse else tnp.concatenate([one, ys[:-1]])
+    """The recurrence along ``axis`` (from the end for ``reverse``), all other axes at once:
+    a scan whose carry is ``(dy, y of the step before)``, starting from ``(0, 1)``."""
+    nd = ad.ty(x).ndim
+    perm = (axis,) + tuple(i for i in range(nd) if i != axis)
+    xs, ts, ys = (ad.transpose(a, perm) for a in (x, t, y))
+    rows = [Type(ad.ty(a).dtype, ad.ty(a).shape[1:]) for a in (ys, ys, xs, ys, ts)]
 
-    def step(dy, row):
-        xk, yk, tk = row
-        dy = xk * dy + yk * tk
-        return dy, dy
-    _, dys = scan(step, tnp.zeros_like(ys[0]), (xs, prev, ts), reverse=reverse)
-    return tnp.moveaxis(dys, 0, axis)
+    def step(dy, prev, xk, yk, tk):
+        dy = ad.add(ad.mul(xk, dy), ad.mul(prev, tk))
+        return [dy, yk, dy]
+
+    body, consts = make_graph(step, rows)
+    body = body.replace(invars=body.invars[len(rows):] + body.invars[:len(rows)])
+    _, _, dys = cf.scan_p.bind(*consts, ad.zeros(rows[0]), ad.full(rows[1], 1), xs, ys, ts,
+                               body=body, length=ad.ty(xs).shape[0], reverse=bool(reverse),
+                               n_consts=len(consts), n_carry=2)
+    return ad.transpose(dys, tuple(int(i) for i in np.argsort(perm)))
 
 
 cumprod_p.jvp = _cumprod_jvp
