@@ -16,7 +16,7 @@ from .custom import stop_gradient, custom_jvp, custom_vjp  # noqa: F401
 from . import test_util  # noqa: F401
 from .control import cond, switch, while_loop, fori_loop, scan  # noqa: F401
 from .checkpoint import checkpoint, remat  # noqa: F401
-from .transforms.batching import vmap  # noqa: F401
+from .vmapped import vmap  # noqa: F401
 from .callback import pure_callback  # noqa: F401
 from . import debug  # noqa: F401
 from .ode import odeint  # noqa: F401

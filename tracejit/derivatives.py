@@ -335,7 +335,7 @@ def _over_basis(fn, t: Type, result_types):
     batched along axis 0); an empty leaf has an empty basis."""
     if t.size == 0:
         return [np.zeros((0,) + r.shape, r.dtype) for r in result_types]
-    from .transforms.batching import vmap
+    from .vmapped import vmap
     return vmap(fn)(_basis(t))
 
 

@@ -4,7 +4,7 @@ A traced function, a derivative object (``grad``, ``jacrev``, ...) or ``vmap(f)`
 "rebuild me from the user's function", plus, when that function is not importable, the
 artifacts of its compiled signatures (``artifact.py``) so that the receiving process runs them
 without tracing or compiling (``api.Traced.__reduce__``, ``derivatives.Derivative.__reduce__``,
-``transforms.batching.Vmapped.__reduce__``).
+``vmapped.Vmapped.__reduce__``).
 
 - **By reference** when ``importable``: the object (or the function inside it) is found under
   its module and qualified name, the module is not ``__main__``. The other side imports it;

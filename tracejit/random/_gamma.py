@@ -20,7 +20,7 @@ from ..api import jit
 from ..control import while_loop
 from ..custom import custom_jvp
 from ..errors import InputError
-from ..transforms.batching import vmap
+from ..vmapped import vmap
 from ._gamma_grad import gamma_sample_grad
 from ._samplers import _float_dtype, _param_float_dtype, exponential, normal, uniform
 from ._threefry import _as_key, canonical_shape, split
