@@ -6,7 +6,8 @@ compile it to fused, vectorised native code through llvmlite.
     f(2.0, 3.0, 1.0)        # 49.0
     print(f.ir(2.0, 3.0, 1.0))
 """
-from . import numpy  # noqa: F401  (first: installs NumPy's operators on tracers)
+from . import numpy  # noqa: F401
+from .numpy import methods as _methods  # noqa: F401  (first: NumPy's operators on tracers)
 from .api import trace, jit, make_ir, Traced  # noqa: F401
 from .config import config  # noqa: F401
 from .ad import jvp, linearize, vjp  # noqa: F401

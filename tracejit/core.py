@@ -4,6 +4,12 @@
 records an equation in the current builder (a ContextVar); otherwise it runs the primitive's NumPy
 reference implementation. ``eval_graph`` walks a graph calling ``bind``, so evaluating a graph on
 tracers inlines it into the enclosing trace, and evaluating it on arrays is the interpreter.
+
+core imports no layer above it (tests/test_import_layout.py): ``Tracer`` carries the IR side of
+a traced array (type, builder, known values); its Python operators, ndarray methods, NumPy's
+protocols (``__array_ufunc__``, ``__array_function__``) and the ``x.shape = s`` setter are
+installed on the class with setattr by tracejit/numpy/methods.py, which the package root imports
+first thing (as JAX's array_methods.py does for its Tracer).
 """
 from __future__ import annotations
 
@@ -111,11 +117,6 @@ class Tracer:
     def shape(self):
         return self.irvar.ty.shape
 
-    @shape.setter
-    def shape(self, value):
-        from .numpy.mutation import set_shape       # ``x.shape = s``: NumPy's in-place reshape
-        set_shape(self, value)
-
     @property
     def dtype(self):
         return self.irvar.ty.dtype
@@ -219,14 +220,8 @@ class Tracer:
                 + ("; write x = np.full_like(x, v) instead" if name == "fill" else ""))
         raise AttributeError(f"'Tracer' object has no attribute '{name}'")
 
-    # NumPy protocols: defined in tracejit.numpy (operators, methods, ufuncs, array functions)
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from .numpy.dispatch import array_ufunc
-        return array_ufunc(ufunc, method, inputs, kwargs)
-
-    def __array_function__(self, func, types, args, kwargs):
-        from .numpy.dispatch import array_function
-        return array_function(func, args, kwargs)
+    # NumPy's operators, methods and protocols (__array_ufunc__, __array_function__, the
+    # ``shape`` setter) are installed by tracejit/numpy/methods.py: see the module docstring
 
 
 def _scipy_hint() -> str:

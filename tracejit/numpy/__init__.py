@@ -1,13 +1,14 @@
 """tracejit.numpy: NumPy's API for concrete arrays and tracers alike.
 
 On concrete inputs every function is NumPy's own; on tracers it records primitives. Plain NumPy
-calls on tracers reach the same functions through ``__array_ufunc__``/``__array_function__``.
+calls on tracers reach the same functions through ``__array_ufunc__``/``__array_function__``
+(dispatch.py; installed on tracers with the operators by methods.py, which sits above this
+namespace and is imported by the package root, not here).
 """
 from numpy import (pi, e, inf, nan, newaxis, float32, float64, complex64, complex128,  # noqa: F401
                    int8, int16, int32, int64, uint8, uint16, uint32, uint64, bool_, dtype,
                    ndarray, iinfo, finfo)
 
-from . import methods as _methods  # noqa: F401  (installs operators on tracers)
 from . import intercept as _intercept  # noqa: F401  (NumPy's creation functions in traces)
 from .creation import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403

@@ -215,3 +215,16 @@ def as_traceable(x):
     arr = np.asarray(x)
     dt = dtypes.canonical(arr.dtype)
     return arr if arr.dtype == dt else arr.astype(dt)
+
+
+def strong(out):
+    """NumPy's functions and ufuncs return arrays or NumPy scalars, never Python numbers: a
+    weakly typed result (of Python-number operands only: ``np.abs(2.0)``, ``np.reshape(2.0,
+    (-1,))``) is strongly typed, so it promotes as NumPy's float64/int64 does (fuzz 9501 #178,
+    9521 #534)."""
+    if isinstance(out, (tuple, list)):
+        parts = [strong(o) for o in out]
+        return type(out)(*parts) if hasattr(out, "_fields") else type(out)(parts)
+    if isinstance(out, Tracer) and type_of(out).weak:
+        return ew.convert_p.bind(out, dtype=type_of(out).dtype)
+    return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import UnsupportedError
+from ._base import strong
 
 _UFUNC_ALIASES = {"absolute": "absolute", "conjugate": "conj", "divide": "true_divide"}
 _REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
@@ -62,21 +63,6 @@ def _foreign(ufunc):
     name; None for others (the caller says it is unsupported)."""
     from .special_gamma import UFUNCS
     return UFUNCS.get(ufunc.__name__)
-
-
-def strong(out):
-    """NumPy's functions and ufuncs return arrays or NumPy scalars, never Python numbers: a
-    weakly typed result (of Python-number operands only: ``np.abs(2.0)``, ``np.reshape(2.0,
-    (-1,))``) is strongly typed, so it promotes as NumPy's float64/int64 does (fuzz 9501 #178,
-    9521 #534)."""
-    from ..core import Tracer, type_of
-    from ..ops import elementwise as ew
-    if isinstance(out, (tuple, list)):
-        parts = [strong(o) for o in out]
-        return type(out)(*parts) if hasattr(out, "_fields") else type(out)(parts)
-    if isinstance(out, Tracer) and type_of(out).weak:
-        return ew.convert_p.bind(out, dtype=type_of(out).dtype)
-    return out
 
 
 def _into(ufunc, method, inputs, kwargs, out):

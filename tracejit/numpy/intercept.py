@@ -30,7 +30,7 @@ import numpy as np
 from .. import core, dtypes
 from ..errors import TracerWarning
 from ..core import Tracer, current_builder
-from ._base import filled, has_tracer
+from ._base import filled, has_tracer, strong
 from . import creation, mutation
 
 _LIBRARIES = ("numpy", "tracejit", "scipy")
@@ -118,7 +118,6 @@ def _array_fn(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0,
     if kw or not _c_order(order):
         return None
     if has_tracer([object]):
-        from .dispatch import strong                # NumPy makes an array of a Python number
         out = strong(creation.array(object, dtype=dtype, ndmin=ndmin))
         if out is object and copy is not False:
             out = mutation.value(out)
@@ -136,7 +135,6 @@ def _asarray(a, dtype=None, order=None, **kw):
     if isinstance(a, np.ndarray) and (dtype is None or np.dtype(dtype) == a.dtype):
         return None                        # the caller's array itself, as NumPy returns it
     if isinstance(a, Tracer):
-        from .dispatch import strong                # NumPy makes an array of a Python number
         out = creation.asarray(a, dtype=dtype)
         if out is a and mutation.is_scalar(a):     # a new 0-d array of a scalar
             out = mutation.value(a)

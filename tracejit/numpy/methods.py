@@ -1,7 +1,10 @@
-"""Python operators and ndarray methods on tracers, defined in terms of tracejit.numpy.
+"""Python operators, ndarray methods and NumPy's protocols on tracers, defined in terms of
+tracejit.numpy.
 
-Installed on ``core.Tracer`` when tracejit.numpy is imported (tracejit imports it first thing),
-so core stays free of NumPy-layer imports.
+Installed on ``core.Tracer`` with setattr when this module is imported: the package root imports
+it right after tracejit.numpy, so core stays free of NumPy-layer imports. It sits above the
+tracejit.numpy namespace (``__array_ufunc__``/``__array_function__`` dispatch into it through
+dispatch.py), so the namespace package does not import it.
 """
 from __future__ import annotations
 
@@ -10,9 +13,13 @@ import numpy as np
 from .. import dtypes
 from ..core import Tracer
 from ..errors import UnsupportedError
-from . import (creation, indexing, logic, math, mutation, nonzero, products, reductions, shape,
+from . import (creation, dispatch, indexing, logic, math, mutation, products, reductions,
                sorting)
 from ._base import convert
+# (not ``from . import shape, nonzero``: imported after the namespace, those names are its
+# functions np.shape and np.nonzero)
+from .nonzero import nonzero
+from .shape import ravel, repeat
 
 
 def _swap(fn):
@@ -123,16 +130,27 @@ _METHODS = {
     "std": reductions.std, "argmax": reductions.argmax, "argmin": reductions.argmin,
     "all": reductions.all, "any": reductions.any, "cumsum": reductions.cumsum,
     "cumprod": reductions.cumprod, "squeeze": mutation.squeeze, "ravel": mutation.ravel,
-    "flatten": lambda self, order="C": _fresh(shape.ravel(self, order)),
-    "swapaxes": mutation.swapaxes, "repeat": shape.repeat,
+    "flatten": lambda self, order="C": _fresh(ravel(self, order)),
+    "swapaxes": mutation.swapaxes, "repeat": repeat,
     "take": indexing.take, "dot": products.dot, "conj": math.conj, "conjugate": math.conj,
     "round": math.round, "clip": math.clip, "diagonal": mutation.diagonal, "trace": products.trace,
     "copy": lambda self, order="C": _fresh(self),
     "ptp": reductions.ptp, "fill": mutation.fill,
     "put": lambda self, ind, v, mode="raise": mutation.put(self, ind, v, mode),
-    "nonzero": lambda self: nonzero.nonzero(self),
+    "nonzero": lambda self: nonzero(self),
     "sort": sorting.sort_inplace, "argsort": sorting.argsort,
 }
+
+def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    return dispatch.array_ufunc(ufunc, method, inputs, kwargs)
+
+
+def _array_function(self, func, types, args, kwargs):
+    return dispatch.array_function(func, args, kwargs)
+
+
+_METHODS["__array_ufunc__"] = _array_ufunc
+_METHODS["__array_function__"] = _array_function
 
 _PROPERTIES = {
     "T": mutation.transpose,
@@ -167,6 +185,8 @@ def _part_setter(part):
 
 
 _SETTERS = {"real": _part_setter(mutation.real), "imag": _part_setter(mutation.imag)}
+# ``x.shape = s``: NumPy's in-place reshape (the getter is core's)
+Tracer.shape = property(Tracer.shape.fget, lambda self, value: mutation.set_shape(self, value))
 for _name, _fn in _PROPERTIES.items():
     if _fn is not None:
         setattr(Tracer, _name, property(_fn, _SETTERS.get(_name)))
