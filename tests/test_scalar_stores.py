@@ -1,5 +1,5 @@
 """A scalar stored into an integer array (``x[i] = v``, ``x.fill(v)``) as NumPy stores it
-(numpy/intrange.py ``store_scalar``): through Python's int(), so NaN raises ValueError and an
+(numpy/intstore.py ``store_scalar``): through Python's int(), so NaN raises ValueError and an
 infinity or a value outside the array's range OverflowError, for Python numbers (traced
 arguments, literals) and the NumPy scalars a function computes (``x.sum()``), at run time on
 both backends; a NumPy scalar stored into an unsigned array wraps as NumPy's C cast does

@@ -1,5 +1,9 @@
 """Shared machinery of the NumPy layer: dtype promotion, broadcasting, and the wrapper that sends
-concrete inputs to NumPy itself and traced inputs to primitives.
+concrete inputs to NumPy itself and traced inputs to primitives; exact comparisons with Python
+ints and uint64 (``compare``, ``compare_mixed_sign``, from intrange.py's facts), concrete-shape
+checks and the gather at the end of ``take``.
+
+Below every other module of the NumPy layer but intrange.py: it imports no other.
 """
 from __future__ import annotations
 
@@ -8,8 +12,8 @@ import functools
 import numpy as np
 
 from .. import dtypes
-from ..core import Tracer, current_builder, type_of
-from ..errors import ShapeError
+from ..core import Tracer, current_builder, static_value, type_of
+from ..errors import ConcretizationError, ShapeError
 from ..ir import Literal
 from ..ops import elementwise as ew
 from ..ops import structural as st
@@ -140,13 +144,13 @@ def elementwise(prim, opname, *args, dtype=None, kinds=None):
     if dtype is not None:
         dt = np.dtype(dtype)
     elif dt == dtypes.float64 and prim in _COMPARISONS:
-        exact = intrange.compare_mixed_sign(prim, *args)     # uint64 vs int64: not via floats
+        exact = compare_mixed_sign(prim, *args)              # uint64 vs int64: not via floats
         if exact is not None:
             return exact
     if intrange.narrows(dt) and any(intrange.is_weak_int(a) for a in args):
         # a Python int next to an int32 array: exact comparisons, NumPy's OverflowError
         if prim in _COMPARISONS:
-            exact = intrange.compare(prim, *args, dt)
+            exact = compare(prim, *args, dt)
             if exact is not None:
                 return exact
         else:
@@ -162,6 +166,95 @@ def elementwise(prim, opname, *args, dtype=None, kinds=None):
         vals = [a.value if isinstance(a, Literal) else a for a in ops]
         return prim.impl(*vals)
     return prim.bind(*ops)
+
+
+# exact comparisons with Python ints and uint64 (see intrange.py), used by ``elementwise``
+
+_FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
+
+
+def compare(prim, x1, x2, dtype):
+    """``prim(x1, x2)`` (a comparison) exactly, where one operand is a weak int and ``dtype``
+    (the promoted dtype) is narrower than it: None when neither operand needs it."""
+    if not intrange.narrows(dtype):
+        return None
+    name = prim.name
+    if intrange.is_weak_int(x1) and not intrange.is_weak_int(x2):
+        x1, x2, name = x2, x1, _FLIP[name]           # the weak int on the right: x OP k
+    elif not intrange.is_weak_int(x2) or intrange.is_weak_int(x1):
+        return None
+    info = np.iinfo(dtype)
+    value = intrange._python_int(x2)
+    prims = {p.name: p for p in (ew.lt_p, ew.le_p, ew.gt_p, ew.ge_p, ew.eq_p, ew.ne_p)}
+    if value is not None:
+        if intrange._fits(value, dtype):
+            return None
+        # every value of x is on the same side of k: the answer is a constant
+        above = value > info.max
+        answer = {"lt": above, "le": above, "gt": not above, "ge": not above,
+                  "eq": False, "ne": True}[name]
+        shape = broadcast_shapes(name, shape_of(x1), ())
+        return filled(shape, answer, dtypes.bool_)
+    if not isinstance(x2, Tracer):
+        return None
+    # x OP k == x OP clamp(k), corrected where clamping moved k (one side of the whole range;
+    # uint64's maximum is beyond every int64 k: only its lower side clamps)
+    lo, hi = int(info.min), min(int(info.max), intrange._INT64_MAX)
+    k = elementwise(ew.max_p, "maximum", x2, lo)
+    if hi < intrange._INT64_MAX:
+        k = elementwise(ew.min_p, "minimum", k, hi)
+    c = convert(k, dtype)
+    above = elementwise(ew.gt_p, "greater", x2, hi)
+    below = elementwise(ew.lt_p, "less", x2, lo)
+    r = elementwise(prims[name], name, convert(x1, dtype), c)
+    if name == "lt":
+        return _or(r, above)
+    if name == "le":
+        return _and(r, _not(below))
+    if name == "gt":
+        return _or(r, below)
+    if name == "ge":
+        return _and(r, _not(above))
+    out = _or(above, below)
+    return _or(r, out) if name == "ne" else _and(r, _not(out))
+
+
+def compare_mixed_sign(prim, x1, x2):
+    """``prim(x1, x2)`` (a comparison) exactly when one operand is uint64 and the other a
+    signed integer: they promote to float64, but NumPy 2 compares them exactly (its ``qQ``
+    loops), so ``uint64(2**63) == int64(2**63 - 1)`` is False. None for other operands."""
+    t1, t2 = type_of(x1), type_of(x2)
+    name = prim.name
+    if t1.weak or t2.weak or {t1.dtype.kind, t2.dtype.kind} != {"u", "i"} or \
+            dtypes.uint64 not in (t1.dtype, t2.dtype):
+        return None
+    if t1.dtype.kind == "i":
+        x1, x2, name = x2, x1, _FLIP[name]           # the unsigned operand on the left
+    prims = {p.name: p for p in (ew.lt_p, ew.le_p, ew.gt_p, ew.ge_p, ew.eq_p, ew.ne_p)}
+    negative = elementwise(ew.lt_p, "less", x2, 0)  # below every uint64
+    r = elementwise(prims[name], name, x1, convert(x2, dtypes.uint64))
+    if name in ("gt", "ge", "ne"):
+        return _or(r, negative)
+    return _and(r, _not(negative))
+
+
+def _or(x1, x2):
+    """``logical_or`` of two boolean operands (comparison results), as math.logical_or."""
+    return _logical(np.logical_or, ew.or_p, x1, x2)
+
+
+def _and(x1, x2):
+    return _logical(np.logical_and, ew.and_p, x1, x2)
+
+
+def _not(x):
+    return _logical(np.logical_not, ew.not_p, x)
+
+
+def _logical(np_fn, prim, *xs):
+    if not has_tracer(xs):
+        return np_fn(*[concrete(x) for x in xs])
+    return elementwise(prim, np_fn.__name__, *xs)
 
 
 def filled(shape, value, dtype):
@@ -228,3 +321,30 @@ def strong(out):
     if isinstance(out, Tracer) and type_of(out).weak:
         return ew.convert_p.bind(out, dtype=type_of(out).dtype)
     return out
+
+
+def concrete_bound(x, fname):
+    """The concrete value of ``x`` (a size or bound a result shape depends on), else
+    ConcretizationError."""
+    x = static_value(x, need=True)
+    if isinstance(x, Tracer):
+        raise ConcretizationError(f"{fname} needs concrete bounds (the result shape depends on "
+                                  f"them); got a traced {x.ty}. Pass them as static arguments "
+                                  f"(static_argnums / static_argnames) or Python ints.")
+    return x
+
+
+def static_shape(shape, fname):
+    """``shape`` itself, after checking that every dimension is concrete (else
+    ConcretizationError)."""
+    for d in (shape if isinstance(shape, (tuple, list)) else (shape,)):
+        concrete_bound(d, f"{fname}(shape)")
+    return shape
+
+
+def gather(y, idx, axis):
+    """``y`` at the normalised indices ``idx`` along ``axis`` (take's last step): NumPy's take
+    on concrete operands."""
+    if not isinstance(y, Tracer) and not isinstance(idx, Tracer):
+        return np.take(y, idx, axis=axis)
+    return st.take_p.bind(as_traceable(y), as_traceable(idx), axis=axis)

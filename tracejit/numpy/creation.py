@@ -7,10 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ..core import Tracer, static_value, type_of
-from ..errors import ConcretizationError
+from ..core import Tracer, type_of
 from ..ops import structural as st
-from ._base import broadcast_to, convert, filled, implements
+from ._base import broadcast_to, concrete_bound, convert, filled, implements, static_shape
 
 __all__ = ["zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like",
            "empty_like", "eye", "identity", "arange", "linspace", "array", "asarray", "copy",
@@ -21,33 +20,27 @@ def _dtype(dtype, default=dtypes.float64):
     return default if dtype is None else dtypes.canonical(dtype)
 
 
-def _static_shape(shape, fname):
-    for d in (shape if isinstance(shape, (tuple, list)) else (shape,)):
-        _concrete(d, f"{fname}(shape)")
-    return shape
-
-
 def zeros(shape, dtype=float, order="C"):
-    return np.zeros(_static_shape(shape, "zeros"), dtype=dtype)
+    return np.zeros(static_shape(shape, "zeros"), dtype=dtype)
 
 
 def ones(shape, dtype=float, order="C"):
-    return np.ones(_static_shape(shape, "ones"), dtype=dtype)
+    return np.ones(static_shape(shape, "ones"), dtype=dtype)
 
 
 def empty(shape, dtype=float, order="C"):
     """Zeros: tracejit never hands out uninitialised memory."""
-    return np.zeros(_static_shape(shape, "empty"), dtype=dtype)
+    return np.zeros(static_shape(shape, "empty"), dtype=dtype)
 
 
 def eye(N, M=None, k=0, dtype=float, order="C"):
     """numpy.eye (a concrete array; the sizes must be concrete)."""
-    _static_shape((N, M, k), "eye")
+    static_shape((N, M, k), "eye")
     return np.eye(N, M, k, dtype=dtype)
 
 
 def identity(n, dtype=None):
-    _static_shape(n, "identity")
+    static_shape(n, "identity")
     return np.identity(n, dtype=dtype)
 
 
@@ -58,7 +51,7 @@ tri = np.tri
 def full(shape, fill_value, dtype=None, order="C"):
     """An array of ``shape`` filled with ``fill_value`` (which may be traced)."""
     shape = (shape,) if isinstance(shape, (int, np.integer, Tracer)) else tuple(shape)
-    _static_shape(shape, "full")
+    static_shape(shape, "full")
     t = type_of(fill_value)
     dt = _dtype(dtype, t.dtype)
     v = convert(fill_value, dt)
@@ -70,7 +63,7 @@ def full(shape, fill_value, dtype=None, order="C"):
 def _like(value):
     def fn(a, dtype=None, order="K", subok=True, shape=None):
         t = type_of(a)
-        shp = t.shape if shape is None else _static_shape(shape, "zeros_like")
+        shp = t.shape if shape is None else static_shape(shape, "zeros_like")
         shp = (shp,) if isinstance(shp, (int, np.integer)) else tuple(shp)
         dt = t.dtype if dtype is None else dtypes.canonical(dtype)
         if isinstance(a, Tracer):           # a traced array like its model (.at, x[i] = v)
@@ -91,25 +84,16 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None):
     shp = t.shape if shape is None else shape
     dt = t.dtype if dtype is None else dtypes.canonical(dtype)
     if isinstance(a, Tracer) and not isinstance(fill_value, Tracer):
-        shp = (shp,) if isinstance(shp, (int, np.integer)) else tuple(_static_shape(shp,
+        shp = (shp,) if isinstance(shp, (int, np.integer)) else tuple(static_shape(shp,
                                                                                     "full_like"))
         return filled(shp, np.asarray(fill_value).astype(dt)[()], dt)
     return full(shp, fill_value, dtype=dt)
 
 
-def _concrete(x, fname):
-    x = static_value(x, need=True)
-    if isinstance(x, Tracer):
-        raise ConcretizationError(f"{fname} needs concrete bounds (the result shape depends on "
-                                  f"them); got a traced {x.ty}. Pass them as static arguments "
-                                  f"(static_argnums / static_argnames) or Python ints.")
-    return x
-
-
 @implements(np.arange)
 def arange(start, stop=None, step=None, dtype=None):
     for v in (start, stop, step):
-        _concrete(v, "arange")
+        concrete_bound(v, "arange")
     return np.arange(start, stop, step, dtype=dtype)
 
 
@@ -121,7 +105,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     from .logic import where
     from .math import add, equal, floor, multiply, subtract, true_divide
     from .shape import moveaxis
-    _concrete(num, "linspace(num=...)")
+    concrete_bound(num, "linspace(num=...)")
     num = int(num)
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")

@@ -17,7 +17,7 @@ from ..errors import ConcretizationError, UnsupportedError
 from ..ir import Literal
 from ..ops import structural as st
 from . import intrange
-from ._base import as_traceable, broadcast_shapes, implements, normalize_axis
+from ._base import as_traceable, broadcast_shapes, gather, implements, normalize_axis
 
 __all__ = ["take", "take_along_axis", "getitem", "compress", "extract"]
 
@@ -157,7 +157,7 @@ def _advanced(y, slots, adv_axes, adv_idx):
         flat = term if flat is None else add(flat, term)
         stride *= n
     flat = _broadcast_index(flat, bshape)
-    out = _take(y, flat, 0)
+    out = gather(y, flat, 0)
     nb = len(bshape)
     adv_pos = [k for k, s in enumerate(slots) if s == "adv"]
     adjacent = adv_pos == list(range(adv_pos[0], adv_pos[0] + len(adv_pos)))
@@ -212,12 +212,6 @@ def _broadcast_index(flat, shape):
     return broadcast_to(flat, shape) if type_of(flat).shape != tuple(shape) else flat
 
 
-def _take(y, idx, axis):
-    if not isinstance(y, Tracer) and not isinstance(idx, Tracer):
-        return np.take(y, idx, axis=axis)
-    return st.take_p.bind(as_traceable(y), as_traceable(idx), axis=axis)
-
-
 @implements(np.take)
 def take(a, indices, axis=None, out=None, mode=None):
     """numpy.take (mode 'raise'): out-of-range indices raise IndexError."""
@@ -232,7 +226,7 @@ def take(a, indices, axis=None, out=None, mode=None):
     axis = normalize_axis(axis, t.ndim, "take")
     idx = _normalize_index(indices if isinstance(indices, Tracer) else np.asarray(indices),
                            t.shape[axis], axis)
-    return _take(a, idx, axis)
+    return gather(a, idx, axis)
 
 
 @implements(np.take_along_axis)
@@ -259,7 +253,7 @@ def take_along_axis(arr, indices, axis):
             base = base + r * int(strides[d])
     idx = _normalize_index(indices, t.shape[axis], axis)
     flat = add(base, multiply(_broadcast_index(idx, shape), int(strides[axis])))
-    return _take(ravel(arr), flat, 0)
+    return gather(ravel(arr), flat, 0)
 
 
 @implements(np.compress)

@@ -11,15 +11,19 @@ is unknown at trace time, so:
   fact it relies on (``Facts.used``): its graph is reused for a call whose ints differ only in
   facts it did not rely on (no retrace), and a graph relying on any fact gets no native fast
   path entry (that entry does not check ranges).
-- Comparisons with a traced weak int are exact for every int64 value (``compare``): the int is
-  clamped to the array's range and the clamped-away cases fixed up with scalar flags, so they
-  need no fact. Literal ints are folded when out of range.
-- uint64 against a signed integer array compares exactly too (``compare_mixed_sign``), as
+- Comparisons with a traced weak int are exact for every int64 value (``_base.compare``,
+  called by ``elementwise``): the int is clamped to the array's range and the clamped-away
+  cases fixed up with scalar flags, so they need no fact. Literal ints are folded when out of
+  range.
+- uint64 against a signed integer array compares exactly too (``_base.compare_mixed_sign``), as
   NumPy 2 does, although the two promote to float64.
 - Arithmetic (every other integer ufunc) raises NumPy's OverflowError at trace time for a
   literal or an argument known to be out of range (``check_narrowing``). A weak int computed
   inside the trace (``k + 1``) has no recorded range; converting it wraps, as an int64 -> int8
   or uint32 cast does.
+
+Scalars stored into integer arrays (``x[i] = v``) are intstore.py's. This module builds no
+operation: it is the range facts the layers above read (it imports nothing of tracejit.numpy).
 
 Invariant: the registry maps ``id(var)`` of the current trace's input vars, which the trace
 keeps alive, to their range; it is reset when the trace ends.
@@ -172,81 +176,6 @@ def check_narrowing(x, dtype):
         _rely(known, field)
 
 
-_FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
-
-
-def compare(prim, x1, x2, dtype):
-    """``prim(x1, x2)`` (a comparison) exactly, where one operand is a weak int and ``dtype``
-    (the promoted dtype) is narrower than it: None when neither operand needs it."""
-    from ..ops import elementwise as ew
-    from ._base import broadcast_shapes, elementwise, filled, shape_of
-    from .math import logical_and, logical_not, logical_or
-    if not narrows(dtype):
-        return None
-    name = prim.name
-    if is_weak_int(x1) and not is_weak_int(x2):
-        x1, x2, name = x2, x1, _FLIP[name]           # the weak int on the right: x OP k
-    elif not is_weak_int(x2) or is_weak_int(x1):
-        return None
-    info = np.iinfo(dtype)
-    value = _python_int(x2)
-    prims = {p.name: p for p in (ew.lt_p, ew.le_p, ew.gt_p, ew.ge_p, ew.eq_p, ew.ne_p)}
-    if value is not None:
-        if _fits(value, dtype):
-            return None
-        # every value of x is on the same side of k: the answer is a constant
-        above = value > info.max
-        answer = {"lt": above, "le": above, "gt": not above, "ge": not above,
-                  "eq": False, "ne": True}[name]
-        shape = broadcast_shapes(name, shape_of(x1), ())
-        return filled(shape, answer, dtypes.bool_)
-    if not isinstance(x2, Tracer):
-        return None
-    # x OP k == x OP clamp(k), corrected where clamping moved k (one side of the whole range;
-    # uint64's maximum is beyond every int64 k: only its lower side clamps)
-    from ._base import convert
-    lo, hi = int(info.min), min(int(info.max), _INT64_MAX)
-    k = elementwise(ew.max_p, "maximum", x2, lo)
-    if hi < _INT64_MAX:
-        k = elementwise(ew.min_p, "minimum", k, hi)
-    c = convert(k, dtype)
-    above = elementwise(ew.gt_p, "greater", x2, hi)
-    below = elementwise(ew.lt_p, "less", x2, lo)
-    r = elementwise(prims[name], name, convert(x1, dtype), c)
-    if name == "lt":
-        return logical_or(r, above)
-    if name == "le":
-        return logical_and(r, logical_not(below))
-    if name == "gt":
-        return logical_or(r, below)
-    if name == "ge":
-        return logical_and(r, logical_not(above))
-    out = logical_or(above, below)
-    return logical_or(r, out) if name == "ne" else logical_and(r, logical_not(out))
-
-
-def compare_mixed_sign(prim, x1, x2):
-    """``prim(x1, x2)`` (a comparison) exactly when one operand is uint64 and the other a
-    signed integer: they promote to float64, but NumPy 2 compares them exactly (its ``qQ``
-    loops), so ``uint64(2**63) == int64(2**63 - 1)`` is False. None for other operands."""
-    from ..ops import elementwise as ew
-    from ._base import convert, elementwise
-    from .math import logical_and, logical_not, logical_or
-    t1, t2 = type_of(x1), type_of(x2)
-    name = prim.name
-    if t1.weak or t2.weak or {t1.dtype.kind, t2.dtype.kind} != {"u", "i"} or \
-            dtypes.uint64 not in (t1.dtype, t2.dtype):
-        return None
-    if t1.dtype.kind == "i":
-        x1, x2, name = x2, x1, _FLIP[name]           # the unsigned operand on the left
-    prims = {p.name: p for p in (ew.lt_p, ew.le_p, ew.gt_p, ew.ge_p, ew.eq_p, ew.ne_p)}
-    negative = elementwise(ew.lt_p, "less", x2, 0)  # below every uint64
-    r = elementwise(prims[name], name, x1, convert(x2, dtypes.uint64))
-    if name in ("gt", "ge", "ne"):
-        return logical_or(r, negative)
-    return logical_and(r, logical_not(negative))
-
-
 def clip_bound(a, bound, is_max):
     """NumPy's clip ignores a Python-int bound beyond the array dtype's range on the side that
     cannot restrict (``a_max`` above the maximum); beyond the other side it raises (through
@@ -288,53 +217,3 @@ def int_exponent_sign(x2):
     if negative:
         raise ValueError(_with_location("Integers to negative integer powers are not allowed."))
     return known
-
-
-def store_scalar(v, dtype):
-    """``v``, a scalar NumPy stores into an integer array of ``dtype`` (``x[i] = v``,
-    ``x.fill(v)``), as NumPy stores it: through Python's ``int()``, so a NaN raises ValueError,
-    an infinity or a value outside the dtype's range OverflowError (at run time for a traced
-    value: ``check``) — except a NumPy scalar into an unsigned array, which NumPy converts with
-    a C cast through int64 that wraps (``np.float64(300.0)`` into uint8 is 44, ``-1.0`` 255).
-    The caller has decided that ``v`` is a scalar (not a 0-d array, which NumPy casts); any
-    other value or destination is returned unchanged."""
-    from ..ops.elementwise import check
-    from ._base import concrete, convert
-    from .logic import where
-    from .math import isinf, isnan, logical_or
-    from .tail import trunc
-    dtype = np.dtype(dtype)
-    if dtype.kind not in "iu":
-        return v
-    if not isinstance(v, Tracer):
-        if isinstance(v, Literal):
-            v = concrete(v)
-        if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool):
-            np.zeros((), dtype)[()] = v                # NumPy's own error, if any
-        return v
-    ty = type_of(v)
-    if ty.ndim or ty.dtype.kind not in "iuf":
-        return v
-    info, signed = np.iinfo(dtype), dtype.kind == "i"
-    if ty.dtype.kind == "f":
-        if not (ty.weak or signed):                   # C cast through int64
-            wrapped = convert(convert(v, dtypes.int64), dtype)
-            return where(v < 0, wrapped, convert(v, dtype)) if dtype == dtypes.uint64 else \
-                wrapped
-        v = check(isnan(v), v, error="nan_to_int")
-        v = check(isinf(v), v, error="inf_to_int")
-        t = trunc(v)
-        return check(logical_or(t < info.min, t >= float(info.max + 1)), v,
-                     error="scalar_out_of_bounds")
-    if not (ty.weak or signed):
-        return v                                      # integer casts wrap, as NumPy's C cast
-    if _known(v) is not None:                         # a Python-int argument: its range fact
-        check_narrowing(v, dtype)
-        return v
-    src = np.iinfo(ty.dtype)
-    if info.min <= src.min and src.max <= info.max:
-        return v
-    low, high = max(info.min, src.min), min(info.max, src.max)
-    bad = logical_or(v < np.array(low, ty.dtype)[()], v > np.array(high, ty.dtype)[()])
-    return check(bad, v, error="scalar_out_of_bounds")
-

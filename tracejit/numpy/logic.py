@@ -5,39 +5,10 @@ import numpy as np
 
 from .. import dtypes
 from ..core import type_of
-from ..ops import elementwise as ew
-from ._base import (broadcast_shapes, broadcast_to, convert, filled, implements, result_type,
-                    shape_of)
+from ._base import convert, filled, implements, result_type, shape_of
+from .math import where  # (in math, whose ufuncs use it; exported from here, as before)
 
 __all__ = ["where", "select", "isclose", "array_equal", "iscomplex", "isreal"]
-
-
-@implements(np.where)
-def where(condition, x=None, y=None, /):
-    """Elementwise select: x where condition else y (both branches are computed)."""
-    if x is None or y is None:
-        from ..errors import UnsupportedError
-        raise UnsupportedError("where(condition) with one argument returns data-dependent "
-                               "shapes; use the three-argument form where(condition, x, y)")
-    from .math import not_equal
-    cond = condition if type_of(condition).dtype == dtypes.bool_ else not_equal(condition, 0)
-    dt, weak = result_type(x, y)
-    x, y = (convert(_wrap_int(a, dt), dt, weak) for a in (x, y))
-    shape = broadcast_shapes("where", shape_of(cond), shape_of(x), shape_of(y))
-    ops = [a if shape_of(a) in ((), shape) else broadcast_to(a, shape) for a in (cond, x, y)]
-    if shape and all(shape_of(a) == () for a in ops):
-        ops[1] = broadcast_to(ops[1], shape)
-    if not any(hasattr(a, "builder") for a in ops):
-        return np.where(*[getattr(a, "value", a) for a in ops])
-    return ew.select_p.bind(*ops)
-
-
-def _wrap_int(v, dt):
-    """A Python int operand of where, cast (wrapping) to an integer ``dt`` as NumPy 2's where
-    does (it is not a ufunc: ``where(c, uint8_array, -3)`` holds 253, no OverflowError)."""
-    if type(v) is int and dt.kind in "iu" and -2**63 <= v < 2**64:
-        return np.array(v, dtype=np.uint64 if v >= 2**63 else np.int64).astype(dt)[()].item()
-    return v
 
 
 @implements(np.select)

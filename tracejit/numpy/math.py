@@ -1,4 +1,9 @@
-"""Elementwise NumPy functions (the ufuncs) on tracers; concrete inputs go to NumPy itself."""
+"""Elementwise NumPy functions (the ufuncs) on tracers; concrete inputs go to NumPy itself.
+
+``where`` and ``trunc`` live here because the ufuncs' composites use them (logic.py and the
+namespace export them as before). This module imports only _base.py and intrange.py of the NumPy
+layer: every other module of it is above (tests/test_import_layout.py, ``NUMPY_LAYERS``).
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +12,8 @@ from .. import dtypes
 from ..core import Tracer, type_of
 from ..errors import DTypeError, UnsupportedError
 from ..ops import elementwise as ew
-from ._base import convert, elementwise, filled, implements, inexact
+from ._base import (as_traceable, broadcast_shapes, broadcast_to, convert, elementwise, filled,
+                    implements, inexact, result_type, shape_of)
 
 __all__ = []
 
@@ -118,7 +124,6 @@ def _round_int(x, f):
     """Integers rounded to a multiple of ``f`` (half to even), exactly, in integer arithmetic
     (NumPy rounds x / f in float64, which is exact for these magnitudes). Compared as ``r`` vs
     ``f - r``: ``2 * r`` may overflow a narrow dtype."""
-    from .logic import where
     t = type_of(x)
     if not t.weak:
         info = np.iinfo(t.dtype)
@@ -150,8 +155,7 @@ def real(x, /):
 def imag(x, /):
     if dtypes.is_complex(type_of(x).dtype):
         return elementwise(ew.imag_p, "imag", x)
-    from .creation import zeros_like
-    return zeros_like(x)
+    return _zeros_like(x)
 
 
 @_export
@@ -175,8 +179,7 @@ def angle(z, deg=False):
     if dtypes.is_complex(type_of(z).dtype):
         a = arctan2(imag(z), real(z))
     else:
-        from .creation import zeros_like
-        a = arctan2(zeros_like(z), z)
+        a = arctan2(_zeros_like(z), z)
     return multiply(a, 180.0 / np.pi) if deg else a
 
 
@@ -200,7 +203,6 @@ def reciprocal(x, /):
                          "first")
     if t.dtype.kind == "c":
         # NumPy's complex reciprocal (unlike its division) has no zero case: 1/0j is nan+nanj
-        from .logic import where
         return where(equal(x, 0), complex(np.nan, np.nan), true_divide(1, x))
     return true_divide(1, x)
 
@@ -285,7 +287,6 @@ def _complex_order(strict, greater_):
 def _complex_extreme(is_max):
     """maximum/minimum of complex numbers: lexicographic, NaN-propagating (as NumPy)."""
     def fn(x1, x2):
-        from .logic import where
         dt, weak = _promoted(x1, x2)
         x1, x2 = convert(x1, dt, weak), convert(x2, dt, weak)
         keep = _complex_order(False, is_max)(x1, x2)
@@ -393,7 +394,6 @@ __all__.append("divide")
 
 
 def _promoted(*xs):
-    from ._base import result_type
     return result_type(*xs)
 
 
@@ -459,9 +459,7 @@ def _int_power(x1, x2, dt, weak):
     value passes through ``check(exponent < 0, ...)``, so it runs whenever the result is used).
     Unsigned exponents never raise.
     """
-    from .logic import where
     from .intrange import check_narrowing, int_exponent_sign
-    from ._base import broadcast_to
     if dt == dtypes.bool_:
         dt, weak = dtypes.int8, False    # bool ** bool is int8 in NumPy
     for a in (x1, x2):                   # NumPy's OverflowError for an out-of-range Python int
@@ -489,7 +487,6 @@ def _nan_ignoring(np_fn, extreme, is_max):
     ``x1 if isnan(x2) or x1 >= x2 (lexicographic, CGE/CLE) else x2`` (two NaNs give x1)."""
     @implements(np_fn, name=np_fn.__name__)
     def fn(x1, x2, /):
-        from .logic import where
         dt, weak = _promoted(x1, x2)
         if dt.kind == "c":
             x1, x2 = convert(x1, dt, weak), convert(x2, dt, weak)
@@ -512,7 +509,6 @@ fmin = _nan_ignoring(np.fmin, minimum, False)
 @implements(np.logaddexp)
 def logaddexp(x1, x2, /):
     """log(exp(x1) + exp(x2)) without overflow: max + log1p(exp(-|x1 - x2|))."""
-    from .logic import where
     x1, x2 = _inexact_pair(x1, x2, "logaddexp")
     if type_of(x1).dtype.kind == "c":
         raise DTypeError("ufunc 'logaddexp' is not supported for complex operands (as in NumPy)")
@@ -546,7 +542,6 @@ def sinc(x, /):
     below an ulp there): the quotient's derivative, (cos - sin/(pi x)) / x, cancels
     catastrophically near 0 (float32 gradients were off by 30%), the series' does not.
     Integers of every width give float64 (NumPy's sinc is Python code, not a ufunc loop)."""
-    from .logic import where
     t = type_of(x)
     x = x if t.dtype.kind in "fc" else convert(x, dtypes.float64, t.weak)
     px = multiply(x, np.pi)
@@ -592,3 +587,46 @@ def positive(x, /):
     if type_of(x).dtype == dtypes.bool_:
         raise DTypeError("numpy.positive is not supported for bool arrays (as in NumPy)")
     return x
+
+
+def _zeros_like(x):
+    """Zeros of ``x``'s shape and dtype (creation.zeros_like, which is above this module)."""
+    t = type_of(x)
+    return filled(t.shape, 0, t.dtype) if isinstance(x, Tracer) else np.full(t.shape, 0, t.dtype)
+
+
+@implements(np.where)
+def where(condition, x=None, y=None, /):
+    """Elementwise select: x where condition else y (both branches are computed)."""
+    if x is None or y is None:
+        raise UnsupportedError("where(condition) with one argument returns data-dependent "
+                               "shapes; use the three-argument form where(condition, x, y)")
+    cond = condition if type_of(condition).dtype == dtypes.bool_ else not_equal(condition, 0)
+    dt, weak = result_type(x, y)
+    x, y = (convert(_wrap_int(a, dt), dt, weak) for a in (x, y))
+    shape = broadcast_shapes("where", shape_of(cond), shape_of(x), shape_of(y))
+    ops = [a if shape_of(a) in ((), shape) else broadcast_to(a, shape) for a in (cond, x, y)]
+    if shape and all(shape_of(a) == () for a in ops):
+        ops[1] = broadcast_to(ops[1], shape)
+    if not any(hasattr(a, "builder") for a in ops):
+        return np.where(*[getattr(a, "value", a) for a in ops])
+    return ew.select_p.bind(*ops)
+
+
+def _wrap_int(v, dt):
+    """A Python int operand of where, cast (wrapping) to an integer ``dt`` as NumPy 2's where
+    does (it is not a ufunc: ``where(c, uint8_array, -3)`` holds 253, no OverflowError)."""
+    if type(v) is int and dt.kind in "iu" and -2**63 <= v < 2**64:
+        return np.array(v, dtype=np.uint64 if v >= 2**63 else np.int64).astype(dt)[()].item()
+    return v
+
+
+@_export
+@implements(np.trunc)
+def trunc(x, /):
+    """Round toward zero: ceil below zero, floor elsewhere (exact for -0.0 and NaN); integer and
+    bool arrays keep their dtype, as in NumPy 2."""
+    x = as_traceable(x)
+    if type_of(x).dtype.kind in "biu":
+        return x
+    return where(x < 0, ceil(x), floor(x))

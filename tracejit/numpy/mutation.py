@@ -26,7 +26,7 @@ import numpy as np
 from .. import dtypes
 from ..core import Tracer, static_value, type_of
 from ..errors import ConcretizationError, TracerError, UnsupportedError
-from . import indexing, intrange, math, products
+from . import indexing, intrange, intstore, math, products
 from . import shape as shp
 from ._base import convert
 
@@ -146,7 +146,7 @@ def setitem(self, idx, v):
             "element by element without buffering, so its result depends on the overlap "
             "(every other write buffers); write x[mask] = v.copy() for the buffered result")
     if isinstance(v, Tracer) and is_scalar(v) or not isinstance(v, (Tracer, np.ndarray)):
-        v = intrange.store_scalar(v, self.dtype)
+        v = intstore.store_scalar(v, self.dtype)
     assign(self, indexing.update(value(self), idx, v, "set"))
 
 
@@ -584,5 +584,5 @@ def fill(self, v):
     """``x.fill(v)``: every element becomes ``v`` (cast as NumPy's fill does, unsafely)."""
     dst = _target(self, "fill")
     if not isinstance(v, Tracer) or is_scalar(v):
-        v = intrange.store_scalar(v, dst.dtype)
+        v = intstore.store_scalar(v, dst.dtype)
     write_result(dst, v, "unsafe", what="fill")

@@ -150,7 +150,7 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, 
     """Standard deviation sqrt(var). Derivative convention (as autograd): where the variance
     is exactly 0 (one element, or constant data) every derivative is 0, not NaN (sqrt's
     derivative there is inf, times var's zero derivative); the values are sqrt(var)'s."""
-    from .logic import where as select
+    from .math import where as select
     from .math import equal, sqrt
     v = var(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims, where=where,
             correction=correction)
@@ -284,6 +284,6 @@ def ptp(a, axis=None, keepdims=False):
 
 @implements(np.nansum)
 def nansum(a, axis=None, dtype=None, keepdims=False):
-    from .logic import where
+    from .math import where
     from .math import isnan
     return sum(where(isnan(a), 0, a), axis=axis, dtype=dtype, keepdims=keepdims)

@@ -7,7 +7,8 @@ import numpy as np
 from ..core import Tracer, static_value, type_of
 from ..errors import ShapeError, UnsupportedError
 from ..ops import structural as st
-from ._base import (as_traceable, broadcast_shapes, broadcast_to as _bcast, convert, implements,
+from ._base import (as_traceable, broadcast_shapes, broadcast_to as _bcast, convert, gather,
+                    implements, static_shape,
                     normalize_axes, normalize_axis, result_type)
 
 __all__ = ["reshape", "ravel", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze",
@@ -17,8 +18,7 @@ __all__ = ["reshape", "ravel", "transpose", "swapaxes", "moveaxis", "expand_dims
 
 
 def _resolve_shape(newshape, size, opname="reshape"):
-    from .creation import _static_shape
-    _static_shape(newshape, opname)
+    static_shape(newshape, opname)
     if isinstance(newshape, (int, np.integer, Tracer)):
         newshape = (int(newshape),)
     newshape = [int(d) for d in newshape]
@@ -269,9 +269,8 @@ def repeat(a, repeats, axis=None):
         out = list(t.shape)
         out[axis] = t.shape[axis] * r
         return reshape(b, tuple(out))
-    from .indexing import take
     idx = np.repeat(np.arange(t.shape[axis]), reps)
-    return take(a, idx, axis=axis)
+    return gather(as_traceable(a), idx, axis)
 
 
 @implements(np.flip)
@@ -352,8 +351,7 @@ def pad(array, pad_width, mode="constant", constant_values=0, **kwargs):
             n = type_of(out).shape[ax]
             idx = np.pad(np.arange(n), (lo, hi), mode=mode)
             if lo or hi:
-                from .indexing import take
-                out = take(out, idx, axis=ax)
+                out = gather(as_traceable(out), idx, ax)
         return out
     raise UnsupportedError(f"pad(mode={mode!r}) is not supported; use constant, edge, wrap, "
                            f"reflect or symmetric")

@@ -14,9 +14,10 @@ from .. import dtypes
 from ..core import Tracer, type_of
 from ..errors import UnsupportedError
 from . import mutation
+from .math import trunc
 from ._base import as_traceable, implements, normalize_axis
 
-__all__ = ["trunc", "fix", "meshgrid", "diag", "diagflat", "rot90", "vander", "diff", "ediff1d", "gradient",
+__all__ = ["fix", "meshgrid", "diag", "diagflat", "rot90", "vander", "diff", "ediff1d", "gradient",
            "trapezoid", "polyval", "append", "hsplit", "vsplit", "dsplit", "cov", "corrcoef",
            "allclose", "iscomplexobj", "isrealobj", "result_type", "seterr", "geterr",
            "errstate"]
@@ -24,18 +25,6 @@ __all__ = ["trunc", "fix", "meshgrid", "diag", "diagflat", "rot90", "vander", "d
 # NumPy's floating-point error state is Python-side configuration: tracejit's code follows
 # IEEE semantics and never warns, so these are NumPy's own (usable inside a trace)
 seterr, geterr, errstate = np.seterr, np.geterr, np.errstate
-
-
-@implements(np.trunc)
-def trunc(x, /):
-    """Round toward zero: ceil below zero, floor elsewhere (exact for -0.0 and NaN); integer and
-    bool arrays keep their dtype, as in NumPy 2."""
-    from .logic import where
-    from .math import ceil, floor
-    x = as_traceable(x)
-    if type_of(x).dtype.kind in "biu":
-        return x
-    return where(x < 0, ceil(x), floor(x))
 
 
 @implements(np.fix)

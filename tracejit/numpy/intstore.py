@@ -1,0 +1,61 @@
+"""Scalars stored into integer arrays as NumPy stores them (``x[i] = v``, ``x.fill(v)``): through
+Python's ``int()``, with NumPy's errors at trace time when the value is known (a literal, or a
+Python-int argument by its recorded range, intrange.py) and at run time (``check``) otherwise.
+
+Above the ufuncs (it builds its checks from them), below mutation.py, its only user.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ..core import Tracer, type_of
+from ..ir import Literal
+from ..ops.elementwise import check
+from ._base import concrete, convert
+from .intrange import _known, check_narrowing
+from .math import isinf, isnan, logical_or, trunc, where
+
+
+def store_scalar(v, dtype):
+    """``v``, a scalar NumPy stores into an integer array of ``dtype`` (``x[i] = v``,
+    ``x.fill(v)``), as NumPy stores it: through Python's ``int()``, so a NaN raises ValueError,
+    an infinity or a value outside the dtype's range OverflowError (at run time for a traced
+    value: ``check``) — except a NumPy scalar into an unsigned array, which NumPy converts with
+    a C cast through int64 that wraps (``np.float64(300.0)`` into uint8 is 44, ``-1.0`` 255).
+    The caller has decided that ``v`` is a scalar (not a 0-d array, which NumPy casts); any
+    other value or destination is returned unchanged."""
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "iu":
+        return v
+    if not isinstance(v, Tracer):
+        if isinstance(v, Literal):
+            v = concrete(v)
+        if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool):
+            np.zeros((), dtype)[()] = v                # NumPy's own error, if any
+        return v
+    ty = type_of(v)
+    if ty.ndim or ty.dtype.kind not in "iuf":
+        return v
+    info, signed = np.iinfo(dtype), dtype.kind == "i"
+    if ty.dtype.kind == "f":
+        if not (ty.weak or signed):                   # C cast through int64
+            wrapped = convert(convert(v, dtypes.int64), dtype)
+            return where(v < 0, wrapped, convert(v, dtype)) if dtype == dtypes.uint64 else \
+                wrapped
+        v = check(isnan(v), v, error="nan_to_int")
+        v = check(isinf(v), v, error="inf_to_int")
+        t = trunc(v)
+        return check(logical_or(t < info.min, t >= float(info.max + 1)), v,
+                     error="scalar_out_of_bounds")
+    if not (ty.weak or signed):
+        return v                                      # integer casts wrap, as NumPy's C cast
+    if _known(v) is not None:                         # a Python-int argument: its range fact
+        check_narrowing(v, dtype)
+        return v
+    src = np.iinfo(ty.dtype)
+    if info.min <= src.min and src.max <= info.max:
+        return v
+    low, high = max(info.min, src.min), min(info.max, src.max)
+    bad = logical_or(v < np.array(low, ty.dtype)[()], v > np.array(high, ty.dtype)[()])
+    return check(bad, v, error="scalar_out_of_bounds")
