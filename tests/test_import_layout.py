@@ -1,4 +1,4 @@
-"""The package's import graph: no circles, and the backend's layers import one way (issue 13).
+"""The package's import graph: no circles anywhere, and the layers import one way (issue 13).
 
 Imports are read with ``ast`` from the source of every module of ``tracejit/``: module-level
 imports and imports inside functions alike (a lazy import dodges a circle at import time, not
@@ -12,6 +12,37 @@ The backend's layers, lowest first (a module may import its own layer and the on
     abi  <-  plan  <-  engine  <-  mathlib, matmul  <-  emit  <-  runtime  <-  backend/__init__
 
 The plan never imports llvmlite; only ``engine/jit.py`` imports ``llvmlite.binding``.
+
+The front end's layers (``FRONT_END``), lowest first, the pipeline of STYLE.md rule 8 (trace ->
+ir -> ops -> transforms -> passes -> backend -> runtime -> api)::
+
+    base         version, errors, dtypes, config, ir, tree, bugreport, funkey, pickling,
+                 serialize, artifact (values and records: no tracing)
+    core         Primitive, the Tracer, the builder, eval_graph
+    core helpers ad_util (rules' building blocks), signature, interpret
+    ops          the primitives, one place each (ops/*)
+    custom rules custom_jvp / custom_vjp / stop_gradient
+    numpy        the NumPy layer (its own order below)
+    control      cond / while_loop / scan, checkpoint, autograph (Python control flow)
+    transforms   jvp, partial evaluation, transpose, control-flow AD, batching (Graph -> Graph)
+    passes       simplification passes
+    backend      Graph -> native code (its layers above)
+    api          trace / jit, the signature cache
+    derivatives  ad (jvp, vjp, linearize), derivatives (grad, jacobians, hessian), vmapped
+    libraries    callback, debug, ode, random, scipy, test_util
+    package      tracejit/__init__.py (imports everything; nothing imports it)
+
+Inside the NumPy layer (``NUMPY_LAYERS``)::
+
+    intrange (range facts) < _base (helpers, exact comparisons) < math (ufuncs, where, trunc)
+    < shape < reductions < logic < creation, indexing < products < intstore, mutation
+    < composites (tail, sorting, linalg, fft, ...) < tracejit.numpy (the namespace)
+    < dispatch (__array_ufunc__/__array_function__ look names up in the namespace) < methods
+
+``core`` imports no NumPy layer: methods.py installs the operators, ndarray methods, NumPy's
+protocols and the ``shape`` setter on ``core.Tracer`` with setattr, and the package root imports
+it. A module's place is the longest name of a table that matches it; a new module joins a
+layer by being listed (the tests name any module that is not).
 """
 from __future__ import annotations
 
@@ -32,38 +63,53 @@ LAYERS = {"abi": 0, "plan": 1, "engine": 2, "mathlib": 3, "matmul": 3, "emit": 4
 
 # what the backend may import from the rest of the package: the layers below it
 # (STYLE.md 8: trace -> ir -> ops -> transforms -> passes -> backend -> runtime -> api)
-BELOW_BACKEND = ("tracejit.config", "tracejit.ir", "tracejit.dtypes", "tracejit.errors",
-                 "tracejit.bugreport", "tracejit.passes", "tracejit.ops")
-UPWARD_EXCEPTIONS = {
-    ("tracejit.backend.engine.jit", "tracejit"):
-        "cache keys read tracejit.__version__, defined in tracejit/__init__.py; to drop this, "
-        "the version moves to a module of its own (a front-end file)",
-}
+BELOW_BACKEND = ("tracejit.version", "tracejit.config", "tracejit.ir", "tracejit.dtypes",
+                 "tracejit.errors", "tracejit.bugreport", "tracejit.passes", "tracejit.ops")
 
-# Circles of the front end that predate issue 13 (its modules import each other through
-# tracejit.numpy, tracejit.api and the package root). A module joining them fails the test;
-# shrink the set as they are broken.
-KNOWN_FRONT_END_CIRCLES = frozenset(
-    ["tracejit", "tracejit.ad", "tracejit.ad_util", "tracejit.api", "tracejit.autograph",
-     "tracejit.checkpoint",
-     "tracejit.control", "tracejit.core", "tracejit.custom", "tracejit.derivatives",
-     "tracejit.interpret", "tracejit.passes", "tracejit.signature", "tracejit.test_util",
-     # issue 18's callbacks and odeint: imported by the package root and importing core,
-     # they close the circle through backend/engine/jit.py -> tracejit (__version__, see
-     # UPWARD_EXCEPTIONS); moving the version to a module of its own takes them out
-     "tracejit.callback", "tracejit.debug", "tracejit.ops.callback", "tracejit.ode"]
-    + [f"tracejit.numpy{m}" for m in (
-        "", "._base", ".counting", ".creation", ".dispatch", ".einsum", ".extra", ".factor",
-        ".fft", ".floatfns", ".indexing", ".intercept", ".intrange", ".linalg", ".logic",
-        ".math", ".methods", ".mutation", ".nanfuncs", ".nonzero", ".products", ".reductions",
-        ".shape", ".signal", ".sorting", ".tail",
-        # SciPy's ufuncs reach them from Tracer.__array_ufunc__ as NumPy's reach the others
-        ".special", ".special_gamma")]
-    # (a new module of the NumPy layer joins it like every other; every ops module via core)
-    + [f"tracejit.ops.{m}" for m in ("contraction", "control", "elementwise", "fft", "linalg",
-                                     "reductions", "sorting", "spectral", "structural")]
-    + [f"tracejit.transforms.{m}" for m in ("batching", "jvp", "partial_eval", "transpose")])
+# The front end's layers, lowest first: a module imports its own layer and the ones before it.
+# A name is a module or a package (all of its modules); the longest name that matches counts.
+FRONT_END = [
+    ("base", ["tracejit.version", "tracejit.errors", "tracejit.dtypes", "tracejit.config",
+              "tracejit.ir", "tracejit.tree", "tracejit.bugreport", "tracejit.funkey",
+              "tracejit.pickling", "tracejit.serialize", "tracejit.artifact"]),
+    ("core", ["tracejit.core"]),
+    ("core helpers", ["tracejit.ad_util", "tracejit.signature", "tracejit.interpret"]),
+    ("ops", ["tracejit.ops"]),
+    ("custom rules", ["tracejit.custom"]),
+    ("numpy", ["tracejit.numpy"]),
+    ("control", ["tracejit.control", "tracejit.checkpoint", "tracejit.autograph"]),
+    ("transforms", ["tracejit.transforms"]),
+    ("passes", ["tracejit.passes"]),
+    ("backend", ["tracejit.backend"]),
+    ("api", ["tracejit.api"]),
+    ("derivatives", ["tracejit.ad", "tracejit.derivatives", "tracejit.vmapped"]),
+    ("libraries", ["tracejit.callback", "tracejit.debug", "tracejit.ode", "tracejit.random",
+                   "tracejit.scipy", "tracejit.test_util"]),
+    ("package", ["tracejit"]),
+]
 
+# The NumPy layer's own order, lowest first (same rule): range facts, then the helpers every
+# function uses, the ufuncs (with where), shapes, reductions, ..., the namespace package, and
+# on top the protocols that dispatch into that namespace (installed on Tracer by methods.py,
+# which the package root imports).
+NUMPY = "tracejit.numpy"
+NUMPY_LAYERS = [
+    ("range facts", ["intrange"]),
+    ("helpers", ["_base"]),
+    ("ufuncs", ["math"]),
+    ("shapes", ["shape"]),
+    ("reductions", ["reductions"]),
+    ("logic", ["logic"]),
+    ("creation and indexing", ["creation", "indexing"]),
+    ("products", ["products"]),
+    ("writes", ["intstore", "mutation"]),
+    ("composites", ["counting", "einsum", "extra", "factor", "fft", "floatfns", "intercept",
+                    "linalg", "nanfuncs", "nonzero", "signal", "sorting", "special",
+                    "special_gamma", "tail"]),
+    ("namespace", [""]),
+    ("protocols", ["dispatch"]),
+    ("methods", ["methods"]),
+]
 
 def _modules() -> dict:
     """Dotted module name -> (path, whether it is a package's ``__init__``)."""
@@ -203,7 +249,7 @@ def test_backend_imports_only_the_layers_below_it():
         if not m.startswith(BACKEND):
             continue
         for d in deps:
-            if d.startswith(BACKEND) or (m, d) in UPWARD_EXCEPTIONS:
+            if d.startswith(BACKEND):
                 continue
             if not any(d == b or d.startswith(b + ".") for b in BELOW_BACKEND):
                 wrong.append(f"{m} -> {d}")
@@ -225,25 +271,61 @@ def test_only_the_engine_imports_llvmlite_binding():
     assert users == ["tracejit.backend.engine.jit"]
 
 
-def test_no_new_import_circle_in_the_package():
-    """Every circle of the package runs through the front end's known circles: removing those
-    modules leaves none, and no other front-end module is part of one."""
-    found = {m for comp in circles(GRAPH) for m in comp}
-    assert sorted(m for m in found - KNOWN_FRONT_END_CIRCLES
-                  if not m.startswith(BACKEND)) == []
-    rest = _subgraph(GRAPH, lambda m: m not in KNOWN_FRONT_END_CIRCLES)
-    assert circles(rest) == []
-
-
-@pytest.mark.xfail(strict=False, reason="the front end's circles predate issue 13 "
-                   "(KNOWN_FRONT_END_CIRCLES); drop this mark once they are broken")
 def test_no_import_circle_anywhere():
     assert circles(GRAPH) == [], "\n".join(" ".join(c) for c in circles(GRAPH))
 
 
-if __name__ == "__main__":       # print the circles and the backend's edges
+def _rank(module, layers, prefix="") -> int | None:
+    """Index in ``layers`` of the longest name matching ``module`` (None: in no layer). A
+    name matches its module, or every module of its package (but the table's root, ``tracejit``
+    or ``prefix``, only its ``__init__``)."""
+    best, rank = -1, None
+    for i, (_, names) in enumerate(layers):
+        for n in names:
+            full = f"{prefix}.{n}" if prefix and n else (prefix or n)
+            whole = full != (prefix or "tracejit")     # a package's modules, not the root's
+            if (module == full or whole and module.startswith(full + ".")) and len(full) > best:
+                best, rank = len(full), i
+    return rank
+
+
+def upward_imports(layers, prefix="", within=lambda m: True) -> list:
+    """``module -> dependency`` edges that go to a higher layer of ``layers``."""
+    wrong = []
+    for m, deps in GRAPH.items():
+        if not within(m):
+            continue
+        rm = _rank(m, layers, prefix)
+        assert rm is not None, f"{m} is in no layer: add it to the table"
+        for d in deps:
+            rd = _rank(d, layers, prefix) if within(d) else None
+            if rd is not None and rd > rm:
+                wrong.append(f"{m} ({layers[rm][0]}) -> {d} ({layers[rd][0]})")
+    return sorted(wrong)
+
+
+def test_front_end_layers_import_one_way():
+    """base < core < ... < derivatives < libraries < the package root: never upwards."""
+    assert upward_imports(FRONT_END) == []
+
+
+def test_numpy_layers_import_one_way():
+    """Inside the NumPy layer: range facts < helpers < ufuncs < ... < namespace < protocols."""
+    inside = lambda m: m == NUMPY or m.startswith(NUMPY + ".")        # noqa: E731
+    assert upward_imports(NUMPY_LAYERS, NUMPY, inside) == []
+
+
+def test_core_does_not_import_the_numpy_layer():
+    """NumPy's protocols and operators reach Tracer by methods.py's setattr, not by import."""
+    assert not any(d.startswith(NUMPY) for d in GRAPH["tracejit.core"])
+
+
+if __name__ == "__main__":       # print the circles, the upward imports and the backend's edges
     for comp in circles(GRAPH):
         print("circle:", " ".join(comp))
+    for edge in upward_imports(FRONT_END) + upward_imports(
+            NUMPY_LAYERS, NUMPY, lambda m: m == NUMPY or m.startswith(NUMPY + ".")):
+        print("upward:", edge)
     for m in sorted(GRAPH):
         if m.startswith(BACKEND):
             print(m, "->", " ".join(sorted(GRAPH[m])), file=sys.stdout)
