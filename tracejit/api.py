@@ -256,7 +256,10 @@ class Compiled:
         from .backend.runtime import pyabi
         from .backend.runtime.executable import _raise
         if self.backend != "llvm" or not getattr(self.executable, "entry_ok", False) or \
-                self.range_facts or self.arrays0d or self.value_leaves:
+                self.range_facts or self.value_leaves:
+            return None
+        # 0-d arrays NumPy returns as arrays: only the caller's own arrays (written, aliased)
+        if self.arrays0d - {k for k, _ in (self.writes.aliases if self.writes else ())}:
             return None
         td = sig.treedef
         # (scalars: traced for NumPy-scalar arguments, which the native entry does not take; a

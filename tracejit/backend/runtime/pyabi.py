@@ -20,6 +20,10 @@ Invariants:
   the IR itself does not depend on the process;
 - array inputs must be exactly ``ndarray`` with the canonical descr singleton of the dtype, the
   signature's shape, and C_CONTIGUOUS|ALIGNED; scalars must be exactly float/int/complex/bool;
+- an argument the function writes into (``EntrySpec.writes``) must also be WRITEABLE and share
+  no byte with another array argument (C-contiguous extents compared), since the kernel was
+  compiled for separate arrays; it is written in place by the kernel or copied in after the
+  kernel succeeded, never half-written by a failing call;
 - a 0-d output is returned as a NumPy scalar (``np.float64`` ...), as NumPy's own operators do:
   the kernel writes it into a stack slot and ``PyArray_Scalar`` boxes it, which is cheaper than
   allocating a 0-d array (``scalar_0d=False`` in the spec gives 0-d arrays instead);
