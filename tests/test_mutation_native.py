@@ -206,3 +206,96 @@ def test_python_entry_matches_the_native_entry():
         assert f(ro, y) == "fallback"
     for a, b in zip(*results):
         np.testing.assert_array_equal(a, b)
+
+
+# x[mask] = values with a traced mask: the k-th True position gets values[k] -------------------
+
+def _with_count(rng, shape, count, dtype, full=False):
+    """An array of ``shape`` with exactly ``count`` positive elements (``full``) or rows (its
+    first column), the others negative."""
+    x = (rng.standard_normal(shape) * 10).astype(dtype)
+    lead = x.reshape(-1) if full or x.ndim == 1 else x[:, 0]
+    lead[:] = -np.abs(lead) - 1
+    lead[rng.choice(lead.size, count, replace=False)] *= -1
+    return x
+
+
+def _set_masked(x, v):
+    x[x > 0] = v
+    return x.sum()
+
+
+def _set_masked_rows(x, v):
+    x[x[:, 0] > 0] = v
+
+
+def _add_masked_rows(x, v):
+    return x.at[x[:, 0] > 0].add(v)
+
+
+def _add_masked_rows_numpy(x, v):
+    y = x.copy()
+    y[x[:, 0] > 0] += v
+    return y
+
+
+@pytest.mark.parametrize("backend", ["interpret", "llvm"])
+@pytest.mark.parametrize("fn, shape, vshape, dtype", [
+    (_set_masked, (9,), (4,), np.float64),
+    (_set_masked, (9,), (4,), np.int32),
+    (_set_masked, (3, 4), (4,), np.float32),
+    (_set_masked, (9,), (1,), np.float64),
+    (_set_masked_rows, (6, 3), (4, 3), np.float64),
+    (_set_masked_rows, (6, 3), (4, 1), np.int64),
+    (_set_masked_rows, (6, 3), (1, 3), np.float64),
+    (_add_masked_rows, (6, 3), (4, 3), np.float64),
+])
+def test_mask_assignment_of_many_values_matches_numpy(backend, fn, shape, vshape, dtype):
+    rng = np.random.default_rng(7)
+    g = tj.trace(fn, backend=backend)
+    count, full = vshape[0] if vshape[0] > 1 else 4, fn is _set_masked
+    for call in range(3):
+        x = _with_count(rng, shape, count, dtype, full)
+        v = (rng.standard_normal(vshape) * 10).astype(dtype)
+        want_x = x.copy()
+        want = (_add_masked_rows_numpy if fn is _add_masked_rows else fn)(want_x, v)
+        got = g(x, v)
+        np.testing.assert_array_equal(x, want_x)
+        if want is not None:
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+    if vshape[0] > 1:
+        x = _with_count(rng, shape, count - 1, dtype, full)
+        before = x.copy()
+        with pytest.raises(ValueError, match="boolean array indexing assignment"):
+            g(x, v)
+        np.testing.assert_array_equal(x, before)        # NumPy raises before writing too
+
+
+def test_mask_assignment_errors_that_do_not_depend_on_the_data():
+    with pytest.raises(TypeError, match="0 or 1-dimensional input, input has 2"):
+        tj.trace(_set_masked)(np.ones(4), np.ones((2, 2)))
+    with pytest.raises(ValueError, match="shape mismatch"):
+        tj.trace(_set_masked_rows)(np.ones((4, 3)), np.ones((2, 2, 3)))
+
+
+def test_mask_assignment_derivatives_and_vmap():
+    from tracejit.test_util import check_grads
+
+    def f(x, v):
+        y = x * 1.0
+        y[x[:, 0] > 0] = v * y[:2]
+        return y
+    rng = np.random.default_rng(3)
+    x, v = _with_count(rng, (5, 3), 2, np.float64), rng.standard_normal((2, 3))
+    check_grads(f, (x, v), order=2, modes=("fwd", "rev"))
+    xs = np.stack([_with_count(rng, (5, 3), 2, np.float64) for _ in range(4)])
+    vs = rng.standard_normal((4, 2, 3))
+    want = np.stack([f(a, b) for a, b in zip(xs, vs)])
+    for backend in ("interpret", "llvm"):
+        vf = tj.trace(tj.vmap(f), backend=backend)
+        np.testing.assert_allclose(vf(xs, vs), want, rtol=1e-13)
+        xs[1] = _with_count(rng, (5, 3), 3, np.float64)   # one example with 3 selected rows
+        with pytest.raises(ValueError, match="boolean array indexing assignment"):
+            vf(xs, vs)
+        xs[1] = _with_count(rng, (5, 3), 2, np.float64)
+        want[1] = f(xs[1], vs[1])
