@@ -299,3 +299,54 @@ def test_mask_assignment_derivatives_and_vmap():
             vf(xs, vs)
         xs[1] = _with_count(rng, (5, 3), 2, np.float64)
         want[1] = f(xs[1], vs[1])
+
+
+# loops that write an argument: in place when nothing can stop the call -----------------------
+
+def _jacobi(A, B):
+    def body(t, c):
+        A, B = c
+        B = B.copy()
+        B[1:-1] = 0.33 * (A[:-2] + A[1:-1] + A[2:])
+        A = A.copy()
+        A[1:-1] = 0.33 * (B[:-2] + B[1:-1] + B[2:])
+        return A, B
+    A[:], B[:] = tj.fori_loop(0, 5, body, (A, B))
+
+
+def _jacobi_numpy(A, B):
+    for _ in range(5):
+        B[1:-1] = 0.33 * (A[:-2] + A[1:-1] + A[2:])
+        A[1:-1] = 0.33 * (B[:-2] + B[1:-1] + B[2:])
+
+
+def _gathering_loop(x, i):
+    x[:] = tj.fori_loop(0, 3, lambda k, c: c + c[i], x)    # a gather: its index is checked
+
+
+def test_loops_write_arguments_in_place_when_nothing_can_stop_them(monkeypatch):
+    from tracejit.backend.plan import inplace
+    rng = np.random.default_rng(5)
+    for backend in ("interpret", "llvm"):
+        g = tj.trace(_jacobi, backend=backend)
+        for _ in range(3):
+            A, B = rng.standard_normal(12), rng.standard_normal(12)
+            want_A, want_B = A.copy(), B.copy()
+            _jacobi_numpy(want_A, want_B)
+            assert g(A, B) is None
+            np.testing.assert_allclose(A, want_A, rtol=1e-14)
+            np.testing.assert_allclose(B, want_B, rtol=1e-14)
+    assert _native_calls(g, A, B)
+    assert dict(g.lower(A, B).executable._in_place_outs) == {0: 0, 1: 1}
+    # a gather in the body can stop the call (IndexError): the loop works on a copy
+    h = tj.trace(_gathering_loop)
+    x = np.arange(4.0)
+    h(x, 1)
+    np.testing.assert_array_equal(x, [7.0, 8, 9, 10])      # c + c[1], three times
+    assert h.lower(x, 1).executable._in_place_outs == ()
+    # a long loop keeps its Ctrl-C polls, so it copies too
+    monkeypatch.setattr(inplace, "ATOMIC_LOOP_ELEMENTS", 20)
+    g = tj.trace(_jacobi)
+    A, B = np.ones(12), np.zeros(12)
+    g(A, B)
+    assert g.lower(A, B).executable._in_place_outs == ()
