@@ -256,7 +256,10 @@ class Compiled:
         from .backend.runtime import pyabi
         from .backend.runtime.executable import _raise
         if self.backend != "llvm" or not getattr(self.executable, "entry_ok", False) or \
-                self.range_facts or self.writes or self.arrays0d or self.value_leaves:
+                self.range_facts or self.value_leaves:
+            return None
+        # 0-d arrays NumPy returns as arrays: only the caller's own arrays (written, aliased)
+        if self.arrays0d - {k for k, _ in (self.writes.aliases if self.writes else ())}:
             return None
         td = sig.treedef
         # (scalars: traced for NumPy-scalar arguments, which the native entry does not take; a
@@ -267,12 +270,16 @@ class Compiled:
         if kwargs_td.children or any(c.kind is not None for c in args_td.children):
             return None
         ot = self.out_tree
-        if ot.kind is None:
+        if ot.kind is None or ot.kind is type(None) and self.writes:    # (None: it mutates)
             return_tuple = False
-        elif ot.kind is tuple and ot.children and all(c.kind is None for c in ot.children):
+        elif ot.kind is tuple and all(c.kind is None for c in ot.children) and \
+                (ot.children or self.writes):
             return_tuple = True
         else:
             return None
+        w = self.writes
+        if w and any(sig.types[i].weak for i in w.leaves):
+            return None       # a Python scalar cannot be written: the Python path raises
         inputs = []
         for t in sig.types:
             if t.weak:
@@ -285,8 +292,14 @@ class Compiled:
         # loops can run long on small data (other Python threads must not freeze meanwhile);
         # releasing the GIL costs ~0.1 us, so only tiny straight-line kernels keep it
         loops = any(e.prim.kind == "control" for e in self.graph.eqns)
+        # a written argument: the entry checks it is writable and apart from the other arrays,
+        # then the kernel writes it in place (plan/inplace.py) or the entry copies it back
+        in_place = {j for j, _ in self.executable._in_place_outs}
+        writes = () if not w else tuple((i, j, j in in_place) for i, j in w.pairs())
         return pyabi.EntrySpec(tuple(inputs), outputs, return_tuple=return_tuple,
-                               release_gil=loops or work >= 100_000, on_error=_raise)
+                               release_gil=loops or work >= 100_000, on_error=_raise,
+                               writes=writes, returns=w.n_out if w else None,
+                               aliases=w.aliases if w else ())
 
 
 def _compile(graph: Graph, backend: str):

@@ -174,7 +174,9 @@ class Tracer:
         return operator.index(self._concrete(
             "Using a traced value as an index or a shape (__index__)",
             "Shapes must be static: pass the value with static_argnums, or index with "
-            "an integer array instead of a Python int."))
+            "an integer array instead of a Python int. A slice bound read from an array "
+            "(x[a[i]:a[i + 1]]) gives a data-dependent length: select with a mask instead, "
+            "np.where((k >= a[i]) & (k < a[i + 1]), x, 0) with k = np.arange(len(x))."))
 
     def tolist(self):
         return np.asarray(self._concrete(".tolist()", "Return the array from the traced "
@@ -189,7 +191,9 @@ class Tracer:
             "Converting to a NumPy array (np.asarray / __array__, or storing it into a NumPy "
             "array)", _scipy_hint() + "Use tracejit.numpy (or plain NumPy functions, which "
             "dispatch to tracejit on tracers) instead of forcing a concrete array; to store traced values into an "
-            "array, create it inside the function with np.zeros/np.empty/np.array (which trace) "
+            "array, create it inside the function with np.zeros/np.empty/np.array (which trace; "
+            "np.ndarray(shape) does not: it is NumPy's type, which is not replaced while "
+            "tracing) "
             "or update it functionally with x.at[idx].set(v). To index a NumPy array c with "
             "traced indices, write np.array(c)[i] in the function (it traces) or "
             "tracejit.numpy.take(c, i): c[i] asks NumPy, which needs concrete indices."))

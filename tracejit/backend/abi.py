@@ -26,6 +26,7 @@ CHECK_BITS = {
     "all_nan_slice": 2048,  # nanargmax/nanargmin of an all-NaN slice (ValueError)
     "singular_matrix": 4096,  # numpy.linalg.solve / inv (LinAlgError)
     "not_positive_definite": 8192,  # numpy.linalg.cholesky (LinAlgError)
+    "mask_values": 16384,  # x[mask] = values: not one value per True of a traced mask (ValueError)
 }
 
 DESC_BYTES = 16            # a stack descriptor: {ptr data, i64 length}

@@ -344,9 +344,9 @@ def update(x, idx, values, mode):
 
 
 def _update_masked(x, t, mask, values, mode):
-    """``x[mask] op= values`` for a traced boolean mask over x's leading axes: a select. The
-    values must be one per selected row (size 1): which value goes where depends on the data
-    otherwise."""
+    """``x[mask] op= values`` for a traced boolean mask over x's leading axes: a select. Values
+    for each selected row (broadcasting to a row) apply to every row; a run of values, one per
+    selected row, is handed out as NumPy does (``_masked_values``)."""
     from ._base import convert
     from .logic import where
     from .math import add, maximum, minimum, multiply
@@ -356,21 +356,65 @@ def _update_masked(x, t, mask, values, mode):
         raise IndexError(f"boolean index of shape {mask.shape} does not match the indexed array "
                          f"{t.shape} (it must match the leading dimensions)")
     vt, rows = type_of(values), t.shape[k:]
+    if not rows and vt.ndim > 1:
+        raise TypeError(f"NumPy boolean array indexing assignment requires a 0 or 1-dimensional "
+                        f"input, input has {vt.ndim} dimensions")
+    if rows and vt.ndim == len(rows) + 1 and vt.shape[0] == 1:    # one run for every row
+        values = _reshape(values, vt.shape[1:])
+        vt = type_of(values)
     try:
         per_row = vt.ndim <= len(rows) and np.broadcast_shapes(vt.shape, rows) == rows
     except ValueError:
         per_row = False
-    if not per_row and vt.size != 1:
-        raise ConcretizationError(
-            f"x[mask] = v with a traced mask {mask.ty} and values of shape {vt.shape}: NumPy "
-            f"hands out v's elements in the order of the selected positions, which depends on "
-            f"the data. Use np.where(mask, w, x) with w of x's shape, or a scalar v.")
-    if not per_row:
-        values = reshape(values, ()) if isinstance(values, Tracer) else np.reshape(values, ())
     combine = {"set": lambda a, v: v, "add": add, "mul": multiply, "min": minimum,
                "max": maximum}[mode]
     m = reshape(mask, mask.shape + (1,) * (t.ndim - k)) if k < t.ndim else mask
-    return where(m, convert(combine(x, values), t.dtype), x)
+    if per_row or vt.size == 1 and not rows:
+        if not per_row:
+            values = _reshape(values, ())
+        return where(m, convert(combine(x, values), t.dtype), x)
+    if not _is_run(vt.shape, rows):
+        raise ValueError(f"shape mismatch: value array of shape {vt.shape} could not be "
+                         f"broadcast to indexing result of shape (n,{', '.join(map(str, rows))})"
+                         f" (n: the number of True elements of the mask)")
+    return _masked_values(x, t, mask, m, values, combine)
+
+
+def _is_run(shape, rows) -> bool:
+    """Whether values of ``shape`` are a run of entries each broadcasting to ``rows``."""
+    try:
+        return len(shape) == len(rows) + 1 and np.broadcast_shapes(shape[1:], rows) == rows
+    except ValueError:
+        return False
+
+
+def _reshape(v, shape):
+    from .shape import reshape
+    return reshape(v, shape) if isinstance(v, Tracer) else np.reshape(v, shape)
+
+
+def _masked_values(x, t, mask, m, values, combine):
+    """``x[mask] op= values`` with a run of ``n`` values (or rows of values) along the first
+    axis of ``values``: as NumPy, the k-th selected position (row-major) gets ``values[k]``,
+    and the number of selected positions must be ``n`` (a run-time check, ValueError). The
+    k-th selected position is where ``cumsum(mask) - 1 == k``: a gather from ``values``,
+    then a select; derivatives and vmap follow from those ops (JAX's functional view)."""
+    from ._base import convert
+    from .logic import where
+    from .math import clip, not_equal, subtract
+    from .reductions import cumsum, sum as sum_
+    from .shape import broadcast_to, reshape
+    from ..ops import elementwise as ew
+    rows = t.shape[mask.ndim:]
+    n = type_of(values).shape[0]
+    flat = reshape(mask, (-1,)).astype(np.int64)
+    bad = not_equal(sum_(flat), n)
+    if n == 0:                                       # nothing to hand out: no True allowed
+        return ew.check(bad, as_traceable(x), "mask_values")
+    v = broadcast_to(as_traceable(convert(values, t.dtype, False)), (n,) + rows)
+    pos = clip(subtract(cumsum(flat), 1), 0, n - 1)          # (before the first True: 0)
+    picked = reshape(take(v, pos, axis=0), t.shape)
+    return ew.check(bad, where(m, convert(combine(x, picked), t.dtype), x), "mask_values")
 
 
 def _set_box(x, t, idx, values):

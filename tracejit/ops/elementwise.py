@@ -467,6 +467,12 @@ ERRORS = {
     # numpy.linalg (numpy/factor.py), from the flag output of a linalg primitive
     "singular_matrix": (np.linalg.LinAlgError, "Singular matrix"),
     "not_positive_definite": (np.linalg.LinAlgError, "Matrix is not positive definite"),
+    # x[mask] = values with a traced mask (numpy/indexing.py, _masked_values); NumPy's text
+    # names both counts, of which the mask's is known only at run time
+    "mask_values": (ValueError, "NumPy boolean array indexing assignment cannot assign the "
+                                "input values to the output values where the mask is true: "
+                                "the values' first axis must have one entry per True element "
+                                "of the mask (or one in all)"),
 }
 
 

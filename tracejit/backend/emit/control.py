@@ -102,6 +102,9 @@ class _Sub:
 
     def __init__(self, parent, plan, prefix):
         self.bp = bp = buffers.plan_buffers(plan)
+        if parent.step.atomic:        # it writes a caller's argument in place: no Ctrl-C polls
+            for step in plan.steps:   # (after plan_buffers, which resets the sub-plan's marks)
+                step.atomic = True
         em = parent.em.sub_emitter(plan, bp, prefix)     # the enclosing segment's emitter kind
         em.keepalive = parent.keepalive
         self.emitter = em
@@ -465,7 +468,8 @@ class _Driver:
         polled = self.fn.append_basic_block("scan.poll")
         b.cbranch(b.icmp_signed("<", step, n), polled, done)
         b.position_at_end(polled)
-        self.poll.check(b, done)
+        if not self.step.atomic:               # (see plan/inplace.py, stops_before_writing)
+            self.poll.check(b, done)
         self._slow_after(next_slow, step, n)
         b.branch(run)
         b.position_at_end(run)

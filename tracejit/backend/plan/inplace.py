@@ -33,7 +33,10 @@ place would leave it half-written where NumPy raised before writing. So a chain 
 argument is kept only if no step from its first write on can stop the call (``may_stop``; the
 first write may be a scatter, which checks every index before writing), and those steps are
 marked ``Step.atomic`` (their loops do not poll for Ctrl-C: a Ctrl-C is raised when the call
-returns, with every write done, as NumPy raises it between statements). It is all or none: if
+returns, with every write done, as NumPy raises it between statements). The first write may be
+made by a step that can stop only before it writes (``stops_before_writing``: a scatter, a short
+static-length scan whose body cannot stop; its sub-graphs' steps are marked atomic when it is
+emitted, ``emit/control.py``). It is all or none: if
 one written argument must be copied back after the call (``WriteBack.write_back``), all are,
 so that a Ctrl-C arriving as the call returns never finds some arguments written by the kernel
 and others not yet.
@@ -202,7 +205,7 @@ def plan_in_place(plan) -> tuple:
             continue                           # nothing writes it: it stays the input's
         k, j = inputs[id(root)], plan.out_aliases.get(yid)
         w = pos_of[id(plan.producer[chain[-1]])]
-        safe = all(p < w or p == w and isinstance(plan.steps[w], ScatterStep) for p in stops)
+        safe = all(p < w or p == w and stops_before_writing(plan.steps[w]) for p in stops)
         if j is not None and plan.donated.get(k) == j and j not in out_in_place and safe:
             out_in_place[j] = k
             accepted.append((chain[-1], j))
@@ -225,6 +228,40 @@ def _root(links, x) -> int:
     while id(x) in links:
         x = links[id(x)]
     return id(x)
+
+
+# A loop that writes an argument in place runs with its Ctrl-C polls off (``Step.atomic``): only
+# loops of at most this many element-steps (trip count x elements of the body's loops, some
+# tens of ms) qualify; a longer one keeps its polls and its argument is copied back after it.
+ATOMIC_LOOP_ELEMENTS = 50_000_000
+
+
+def stops_before_writing(step) -> bool:
+    """Whether every way ``step`` can stop the call comes before it writes anything, so it may
+    make the first write into an argument: a scatter checks every index first; a ``scan`` of
+    static length whose sub-graphs' steps cannot stop, short enough to run without Ctrl-C polls
+    (``ATOMIC_LOOP_ELEMENTS``), fails only at the malloc of its scratch, before the carry is
+    set up in the argument's buffer (``emit/control.py``, ``_Driver.build``)."""
+    if isinstance(step, ScatterStep):
+        return True
+    if not isinstance(step, ControlStep) or step.eqn.prim.name != "scan" or \
+            step.eqn.params["length"] is None:
+        return False
+    body = step.subs[0]
+    work = step.eqn.params["length"] * sum(int(s.eqn.outvars[0].ty.size) if isinstance(
+        s, ScanStep) else _elements(s) for s in body.steps)
+    return work <= ATOMIC_LOOP_ELEMENTS and not any(may_stop(s) for s in body.steps)
+
+
+def _elements(step) -> int:
+    """Elements a step of a loop body computes (a loop group's iteration space; else its
+    outputs' sizes)."""
+    if isinstance(step, LoopGroup):
+        n = 1
+        for d in step.shape:
+            n *= int(d)
+        return n
+    return sum(int(v.ty.size) for v in step.writes)
 
 
 def may_stop(step) -> bool:

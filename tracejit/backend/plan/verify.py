@@ -31,8 +31,9 @@ reductions: at the view of the store of y; a loop: only as the initial value of 
 chain rooted at a graph input ends in the output that input is donated to (``out_in_place``)
 or writes nothing (``read_only``: unchanged loop carries) and is no graph output,
 and when the inputs are the caller's arguments, every step from the first write into one on is
-``atomic`` and cannot stop the call (but a scatter making that first write: it checks its
-indices before writing).
+``atomic`` and cannot stop the call (but the step making that first write may when it stops
+only before writing, ``inplace.stops_before_writing``: a scatter checks its indices first, a
+short static-length loop mallocs its scratch first).
 
 Invariant: the verifier reads the plan and never changes it; it costs a few passes over the
 steps.
@@ -40,7 +41,7 @@ steps.
 from __future__ import annotations
 
 from ...ir import Literal, Var
-from .inplace import may_stop, covers
+from .inplace import covers, may_stop, stops_before_writing
 from .steps import ControlStep, FallbackStep, LoopGroup, ScatterStep, loop_carries, step_reads
 
 
@@ -253,7 +254,7 @@ def verify_in_place(plan, bp) -> None:
         if k is not None and plan.arguments and x is root and not unwritten:   # first write
             for step in plan.steps[w:]:
                 if not step.atomic or (may_stop(step) and not
-                                       (step is owner and isinstance(step, ScatterStep))):
+                                       (step is owner and stops_before_writing(step))):
                     raise PlanError(f"{_what(step)} can stop the call after {_what(owner)} "
                                     f"wrote an argument in place")
 

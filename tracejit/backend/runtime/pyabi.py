@@ -20,6 +20,10 @@ Invariants:
   the IR itself does not depend on the process;
 - array inputs must be exactly ``ndarray`` with the canonical descr singleton of the dtype, the
   signature's shape, and C_CONTIGUOUS|ALIGNED; scalars must be exactly float/int/complex/bool;
+- an argument the function writes into (``EntrySpec.writes``) must also be WRITEABLE and share
+  no byte with another array argument (C-contiguous extents compared), since the kernel was
+  compiled for separate arrays; it is written in place by the kernel or copied in after the
+  kernel succeeded, never half-written by a failing call;
 - a 0-d output is returned as a NumPy scalar (``np.float64`` ...), as NumPy's own operators do:
   the kernel writes it into a stack slot and ``PyArray_Scalar`` boxes it, which is cheaper than
   allocating a 0-d array (``scalar_0d=False`` in the spec gives 0-d arrays instead);
@@ -41,7 +45,7 @@ from llvmlite import ir
 from ..engine import jit
 from . import pyabi_reuse, pyobj
 from .pyobj import (_KEEP, ARR_DATA, ARR_DESCR, ARR_DIMS, ARR_FLAGS, ARR_ND, COMPLEX_IMAG,
-                    COMPLEX_REAL, FLOAT_VAL, OB_TYPE, TUPLE_ITEMS, declare,
+                    COMPLEX_REAL, FLOAT_VAL, NPY_WRITEABLE, OB_TYPE, TUPLE_ITEMS, declare,
                     descr_symbol, external, f32, f64, field_ptr, i1, i8, i32, i64, load_at,
                     ptr)
 
@@ -67,7 +71,16 @@ class EntrySpec:
     on_error: ``on_error(code)`` raises the exception for a nonzero kernel return code;
     tier: None, or a ``TierCell`` (the hot tier, ``tiers.py``): the entry then calls the
           kernel through the cell's ``kernel`` pointer (which a tier-up overwrites) and
-          decrements its ``countdown`` on each call, calling ``hook()`` when it reaches 0.
+          decrements its ``countdown`` on each call, calling ``hook()`` when it reaches 0;
+    writes: per array argument the function writes into (NumPy mutation, ``api.WriteBack``),
+          ``(input i, output j, in_place)``: output j is argument i's new value (same dtype
+          and shape). The entry takes only a WRITEABLE argument i that overlaps no other array
+          argument; ``in_place``: the kernel writes it into argument i's buffer (the plan
+          allows it, ``plan/inplace.py``), else it is copied in after the kernel succeeded;
+    returns: how many leading outputs the call returns (None: all); with 0 and not
+          ``return_tuple`` it returns None (a function without a return statement);
+    aliases: ``(k, i)``: returned output k is the written argument i itself (``x += 1;
+          return x``), returned as the caller's array.
     """
     inputs: tuple
     outputs: tuple
@@ -76,6 +89,9 @@ class EntrySpec:
     scalar_0d: bool = True
     on_error: object = field(default=None, compare=False)
     tier: object = field(default=None, compare=False)
+    writes: tuple = ()
+    returns: int | None = None
+    aliases: tuple = ()
 
     def normalized(self) -> "EntrySpec":
         ins = []
@@ -92,12 +108,29 @@ class EntrySpec:
             else:
                 raise ValueError(f"bad input leaf {leaf!r}")
         outs = tuple((np.dtype(dt), tuple(int(d) for d in shape)) for dt, shape in self.outputs)
-        if len(outs) != 1 and not self.return_tuple:
+        n_ret = len(outs) if self.returns is None else int(self.returns)
+        if not 0 <= n_ret <= len(outs):
+            raise ValueError(f"returns={self.returns} with {len(outs)} outputs")
+        if n_ret > 1 and not self.return_tuple:
             raise ValueError("several outputs need return_tuple=True")
+        writes = tuple((int(i), int(j), bool(p)) for i, j, p in self.writes)
+        for i, j, _ in writes:
+            if not (0 <= i < len(ins) and ins[i][0] == "array" and n_ret <= j < len(outs)
+                    and outs[j] == ins[i][1:]):
+                raise ValueError(f"bad write {(i, j)}: output j must be array input i's new "
+                                 f"value, after the returned outputs")
+        if len({i for i, _, _ in writes}) < len(writes) or \
+                len({j for _, j, _ in writes}) < len(writes):
+            raise ValueError("each argument and output is written back at most once")
+        aliases = tuple((int(k), int(i)) for k, i in self.aliases)
+        written = {i for i, _, _ in writes}
+        if any(not 0 <= k < n_ret or i not in written or outs[k] != ins[i][1:]
+               for k, i in aliases):
+            raise ValueError(f"bad aliases {aliases}: a returned output that is a written array")
         return EntrySpec(tuple(ins), outs, bool(self.return_tuple), bool(self.release_gil),
                          bool(self.scalar_0d),
                          default_on_error if self.on_error is None else self.on_error,
-                         self.tier)
+                         self.tier, writes, n_ret, aliases)
 
 
 class TierCell(ctypes.Structure):
@@ -224,6 +257,8 @@ def emit_entry(module, kernel_fn, spec) -> ir.Function:
     nargs = b.and_(nargsf, ir.Constant(i64, NARGS_MASK))
     require(b.icmp_unsigned("==", nargs, ir.Constant(i64, n_in)), "nargs_ok")
 
+    written = {i: (j, in_place) for i, j, in_place in spec.writes}
+    objs, data = {}, {}                      # array input -> its object, its data pointer
     for i, leaf in enumerate(spec.inputs):
         obj = b.load(b.gep(args, [ir.Constant(i64, i)], source_etype=ptr), typ=ptr, name=f"arg{i}")
         tp = load_at(b, obj, OB_TYPE, ptr)
@@ -233,9 +268,10 @@ def emit_entry(module, kernel_fn, spec) -> ir.Function:
             descr = load_at(b, obj, ARR_DESCR, ptr)
             require(b.icmp_unsigned("==", descr, external(module, descr_symbol(dt))), f"arg{i}.dtype")
             nd = load_at(b, obj, ARR_ND, i32)
-            flags = b.and_(load_at(b, obj, ARR_FLAGS, i32), ir.Constant(i32, 0x101))
+            need = 0x101 | (NPY_WRITEABLE if i in written else 0)   # + WRITEABLE if written
+            flags = b.and_(load_at(b, obj, ARR_FLAGS, i32), ir.Constant(i32, need))
             ok = b.and_(b.icmp_signed("==", nd, ir.Constant(i32, len(shape))),
-                        b.icmp_signed("==", flags, ir.Constant(i32, 0x101)))
+                        b.icmp_signed("==", flags, ir.Constant(i32, need)))
             require(ok, f"arg{i}.layout")
             if shape:
                 dims = load_at(b, obj, ARR_DIMS, ptr)
@@ -244,7 +280,8 @@ def emit_entry(module, kernel_fn, spec) -> ir.Function:
                     dim = b.load(b.gep(dims, [ir.Constant(i64, d)], source_etype=i64), typ=i64)
                     ok = b.and_(ok, b.icmp_signed("==", dim, ir.Constant(i64, extent)))
                 require(ok, f"arg{i}.shape")
-            set_buf(i, load_at(b, obj, ARR_DATA, ptr))
+            objs[i], data[i] = obj, load_at(b, obj, ARR_DATA, ptr)
+            set_buf(i, data[i])
             continue
         _, pytype, dt = leaf
         kind = _SCALAR_KIND[pytype]
@@ -265,19 +302,32 @@ def emit_entry(module, kernel_fn, spec) -> ir.Function:
         b.store(_convert_scalar(b, kind, val, dt), slots[i])
         set_buf(i, slots[i])
 
+    # A written argument sharing memory with another array argument: the trace took them as
+    # separate arrays, so the Python path decides (it raises, naming both).
+    nbytes = {i: _nbytes(leaf) for i, leaf in enumerate(spec.inputs) if leaf[0] == "array"}
+    for i in written:
+        for m in data:
+            if m != i and nbytes[i] and nbytes[m] and (m not in written or m > i):
+                require(b.not_(_overlap(b, data[i], nbytes[i], data[m], nbytes[m])),
+                        f"arg{i}.apart{m}")
+
     if spec.tier is not None:
         tier_cell = external(module, spec.tier.symbol())
         _count_call(b, module, tier_cell)
 
     # Outputs. PyArray_Empty steals the descr reference, so take one first. 0-d outputs that
-    # become NumPy scalars are written to a stack slot and boxed after the kernel. Large
-    # outputs come from the cache list when they can (``pyabi_reuse``); ``dropped`` are the
-    # references pushed out of it, released when the call is over.
+    # become NumPy scalars, and 0-d values that are never returned, are written to a stack slot
+    # (boxed after the kernel, or copied back). Large outputs come from the cache list when
+    # they can (``pyabi_reuse``); ``dropped`` are the references pushed out of it, released
+    # when the call is over. An output written in place is the argument's own buffer.
     empty = declare(module, "tj_PyArray_Empty", ptr, [i32, ptr, ptr, i32])
-    outs, boxed, dropped = [], {}, []
+    allocated, slots_out, dropped = {}, {}, []      # output j -> array / stack slot
     cached = pyabi_reuse.cached_outputs(spec)
     if cached:
         b, items = pyabi_reuse.emit_cache_items(b, module, cache, len(cached))
+    aliased = dict(spec.aliases)                    # returned k -> written argument i
+    n_ret = spec.returns
+    back = {j: i for i, (j, in_place) in written.items() if not in_place}   # copied back
 
     def fail_with(b, cleanup):
         """Emit: decref ``cleanup`` (NULL allowed), return NULL (exception already set)."""
@@ -295,15 +345,19 @@ def emit_entry(module, kernel_fn, spec) -> ir.Function:
         out = b.call(empty, [ir.Constant(i32, len(shape)), gshape, descr, ir.Constant(i32, 0)],
                      name=f"out{j}")
         with b.if_then(b.icmp_unsigned("==", out, ir.Constant(ptr, None)), likely=False):
-            fail_with(b, outs + dropped)
+            fail_with(b, list(allocated.values()) + dropped)
         return out
 
+    in_place = {j: i for i, (j, p) in written.items() if p}
     for j, (dt, shape) in enumerate(spec.outputs):
-        if not shape and spec.scalar_0d:
+        if j in in_place:
+            set_buf(n_in + j, data[in_place[j]])
+            continue
+        if not shape and (spec.scalar_0d or j >= n_ret or j in aliased):
             with b.goto_entry_block():
                 slot = b.alloca(_slot_type(dt), name=f"out{j}.slot")
             slot.align = 16
-            boxed[j] = slot
+            slots_out[j] = slot
             set_buf(n_in + j, slot)
             continue
         if j in cached:
@@ -312,7 +366,7 @@ def emit_entry(module, kernel_fn, spec) -> ir.Function:
             dropped.append(old)
         else:
             out = new_array(b, j, dt, shape)
-        outs.append(out)
+        allocated[j] = out
         set_buf(n_in + j, load_at(b, out, ARR_DATA, ptr))
 
     if spec.release_gil:
@@ -326,35 +380,70 @@ def emit_entry(module, kernel_fn, spec) -> ir.Function:
     failed = b.icmp_signed("!=", rc, ir.Constant(rc.type, 0))
     with b.if_then(failed, likely=False):
         _emit_kernel_error(b, module, spec.on_error, rc)
-        fail_with(b, outs + dropped)
+        fail_with(b, list(allocated.values()) + dropped)
+
+    # The kernel succeeded: the new values of the arguments not written in place go in now
+    # (all after the kernel, as the Python path's copies: an error never leaves one half-done).
+    for j, i in back.items():
+        src = slots_out[j] if j in slots_out else load_at(b, allocated[j], ARR_DATA, ptr)
+        _memcpy(b, module, data[i], src, nbytes[i])
 
     results, made = [], []
-    arrays = iter(outs)
-    for j, (dt, _) in enumerate(spec.outputs):
-        if j not in boxed:
-            results.append(next(arrays))
-            continue
-        box = declare(module, "tj_PyArray_Scalar", ptr, [ptr, ptr, ptr])
-        descr = external(module, descr_symbol(dt))
-        sc = b.call(box, [boxed[j], descr, ir.Constant(ptr, None)], name=f"out{j}")
-        with b.if_then(b.icmp_unsigned("==", sc, ir.Constant(ptr, None)), likely=False):
-            fail_with(b, outs + made + dropped)
-        made.append(sc)
-        results.append(sc)
-    outs = results
+    for j in range(n_ret):
+        if j in aliased:                 # the caller's array, as NumPy returns it
+            obj = objs[aliased[j]]
+            b.call(incref, [obj])
+            made.append(obj)
+            results.append(obj)
+        elif j in allocated:
+            results.append(allocated[j])
+        else:
+            dt = spec.outputs[j][0]
+            box = declare(module, "tj_PyArray_Scalar", ptr, [ptr, ptr, ptr])
+            descr = external(module, descr_symbol(dt))
+            sc = b.call(box, [slots_out[j], descr, ir.Constant(ptr, None)], name=f"out{j}")
+            with b.if_then(b.icmp_unsigned("==", sc, ir.Constant(ptr, None)), likely=False):
+                fail_with(b, list(allocated.values()) + made + dropped)
+            made.append(sc)
+            results.append(sc)
+    # arrays the call does not return: copied back, or standing in for an aliased output
+    scratch = [o for j, o in allocated.items() if j >= n_ret or j in aliased]
 
     if not spec.return_tuple:
-        result = outs[0]
+        if results:
+            result = results[0]
+        else:                            # the function returned None
+            result = external(module, "_Py_NoneStruct")
+            b.call(incref, [result])
     else:
-        result = b.call(declare(module, "PyTuple_New", ptr, [i64]), [ir.Constant(i64, n_out)])
+        result = b.call(declare(module, "PyTuple_New", ptr, [i64]), [ir.Constant(i64, n_ret)])
         with b.if_then(b.icmp_unsigned("==", result, ir.Constant(ptr, None)), likely=False):
-            fail_with(b, outs + dropped)
-        for j, out in enumerate(outs):   # PyTuple_SET_ITEM: the tuple takes our reference
+            kept = [o for j, o in allocated.items() if j < n_ret and j not in aliased]
+            fail_with(b, kept + made + scratch + dropped)
+        for j, out in enumerate(results):   # PyTuple_SET_ITEM: the tuple takes our reference
             b.store(out, field_ptr(b, result, TUPLE_ITEMS + 8 * j))
-    for old in dropped:      # last: freeing an array may run Python code (weakref callbacks)
+    for old in scratch + dropped:    # last: freeing an array may run Python code (weakrefs)
         b.call(decref, [old])
     b.ret(result)
     return fn
+
+
+def _nbytes(leaf) -> int:
+    """Bytes of an ``("array", dtype, shape)`` input leaf."""
+    return int(np.prod(leaf[2], dtype=np.int64)) * leaf[1].itemsize
+
+
+def _overlap(b, p, n, q, m):
+    """i1: the byte ranges [p, p+n) and [q, q+m) intersect (n, m > 0: Python ints)."""
+    p, q = b.ptrtoint(p, i64), b.ptrtoint(q, i64)
+    return b.and_(b.icmp_unsigned("<", p, b.add(q, ir.Constant(i64, m))),
+                  b.icmp_unsigned("<", q, b.add(p, ir.Constant(i64, n))))
+
+
+def _memcpy(b, module, dst, src, n):
+    if n:
+        fn = declare(module, "llvm.memcpy.p0.p0.i64", ir.VoidType(), [ptr, ptr, i64, i1])
+        b.call(fn, [dst, src, ir.Constant(i64, n), ir.Constant(i1, 0)])
 
 
 def _count_call(b, module, cell):
@@ -429,6 +518,9 @@ def python_entry(kernel_address: int, spec):
     nbuf = len(spec.inputs) + len(spec.outputs)
     ctor = {"f": float, "i": int, "c": complex, "b": bool}
 
+    written = {i: (j, in_place) for i, j, in_place in spec.writes}
+    aliased = dict(spec.aliases)
+
     def entry(args, kwargs):
         if kwargs or len(args) != len(spec.inputs):
             return NOMATCH
@@ -436,7 +528,8 @@ def python_entry(kernel_address: int, spec):
         for i, (leaf, a) in enumerate(zip(spec.inputs, args)):
             if leaf[0] == "array":
                 if (type(a) is not np.ndarray or a.dtype is not np.dtype(leaf[1].name)
-                        or a.shape != leaf[2] or not (a.flags.c_contiguous and a.flags.aligned)):
+                        or a.shape != leaf[2] or not (a.flags.c_contiguous and a.flags.aligned)
+                        or i in written and not a.flags.writeable):
                     return NOMATCH
                 bufs[i] = a.ctypes.data
             else:
@@ -450,15 +543,28 @@ def python_entry(kernel_address: int, spec):
                 slot = np.array(ctor[dt.kind](a) if dt.kind in "fc" else a, dtype=dt)
                 keep.append(slot)
                 bufs[i] = slot.ctypes.data
+        arrays = [i for i, leaf in enumerate(spec.inputs) if leaf[0] == "array"]
+        if any(m != i and np.shares_memory(args[i], args[m]) for i in written for m in arrays):
+            return NOMATCH
         outs = [np.empty(shape, dt) for dt, shape in spec.outputs]
+        for i, (j, in_place) in written.items():
+            if in_place:
+                outs[j] = args[i]
         for j, o in enumerate(outs):
             bufs[len(spec.inputs) + j] = o.ctypes.data
         rc = kernel(bufs)
         if rc:
             spec.on_error(rc)
             raise RuntimeError("tracejit: kernel failed and on_error did not raise")
+        for i, (j, in_place) in written.items():
+            if not in_place:
+                np.copyto(args[i], outs[j])
+        outs = outs[:spec.returns]
         if spec.scalar_0d:
             outs = [o[()] if o.ndim == 0 else o for o in outs]
-        return tuple(outs) if spec.return_tuple else outs[0]
+        outs = [args[aliased[k]] if k in aliased else o for k, o in enumerate(outs)]
+        if spec.return_tuple:
+            return tuple(outs)
+        return outs[0] if outs else None
 
     return entry

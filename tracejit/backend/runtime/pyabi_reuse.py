@@ -69,9 +69,11 @@ set_reuse_outputs(_initial_reuse_outputs())
 
 def cached_outputs(spec) -> list:
     """Indices of the outputs of ``spec`` (normalised) that an entry may reuse: arrays of at
-    least REUSE_MIN_BYTES (0-d outputs never qualify)."""
-    return [j for j, (dt, shape) in enumerate(spec.outputs)
-            if int(np.prod(shape, dtype=np.int64)) * dt.itemsize >= REUSE_MIN_BYTES]
+    least REUSE_MIN_BYTES (0-d outputs never qualify) that are not written into an argument's
+    own buffer (``EntrySpec.writes``: those allocate nothing)."""
+    in_place = {j for _, j, p in spec.writes if p}
+    return [j for j, (dt, shape) in enumerate(spec.outputs) if j not in in_place and
+            int(np.prod(shape, dtype=np.int64)) * dt.itemsize >= REUSE_MIN_BYTES]
 
 
 def reuse_slots(spec) -> int:

@@ -30,7 +30,7 @@ COMPLEX_REAL, COMPLEX_IMAG = 16, 24
 TUPLE_ITEMS = LIST_ITEMS = 24        # tuple: the items inline; list: a pointer to them
 ARR_DATA, ARR_ND, ARR_DIMS, ARR_STRIDES, ARR_DESCR, ARR_FLAGS, ARR_WEAKLIST = (
     16, 24, 32, 40, 56, 64, 72)
-NPY_C_CONTIGUOUS, NPY_ALIGNED = 0x1, 0x100
+NPY_C_CONTIGUOUS, NPY_ALIGNED, NPY_WRITEABLE = 0x1, 0x100, 0x400
 _API_EMPTY, _API_ARRAY_TYPE, _API_SCALAR = 184, 2, 60      # slots of numpy's _ARRAY_API table
 
 i1, i8, i32, i64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
