@@ -507,7 +507,7 @@ def simplify(graph: Graph, inline: bool = True) -> Graph:
                 graph = run_pass(name, fn, graph)
             if not any(_foldable(e, e.invars) for e in graph.eqns):
                 break
-        if inline and config.roll_loops:
+        if inline and config.roll_loops and not config.debug_nans:  # (it names equations)
             graph = _roll_rounds(graph)
     return graph
 
