@@ -6,7 +6,9 @@ operations (``random_graph``), ``tj.jit(f)``. Columns: tracejit (unrolled loops 
 scans: the default), tracejit with ``TRACEJIT_ROLL_LOOPS=0`` (small sizes only: the unrolled
 compile is what rolling avoids), and ``jax.jit`` of the same code when jax is importable
 (skipped otherwise). The first call is timed from just before it to its return, in a new
-process each repeat: tracing, simplification, compilation and the first run.
+process each repeat: tracing, simplification, compilation and the first run. Times are CPU
+seconds of the whole process (every thread: XLA compiles on several), so that a loaded shared
+machine does not inflate them; on one pinned idle core they equal wall time.
 
     python bench/compile_rows.py [--quick]      # prints the table (and the log-log plot to
                                                 # bench/compile_scaling.png with matplotlib)
@@ -84,8 +86,10 @@ def random_args():
 
 
 def first_call(impl, case, size):
-    """Seconds of the first call of ``case`` at ``size`` with ``impl`` (in this process)."""
+    """CPU seconds of the first call of ``case`` at ``size`` with ``impl`` (in this
+    process)."""
     import time
+    clock = time.process_time
     if impl == "jax":
         import jax
         import jax.numpy as jnp
@@ -95,18 +99,18 @@ def first_call(impl, case, size):
             fn, args = jax.jit(jax.grad(rnn_loss(xp, size), argnums=(0, 1, 2))), rnn_args(size)
         else:
             fn, args = jax.jit(random_graph(xp, size)), random_args()
-        t0 = time.perf_counter()
+        t0 = clock()
         jax.block_until_ready(fn(*args))
-        return time.perf_counter() - t0
+        return clock() - t0
     import numpy as np
     import tracejit as tj
     if case == "rnn":
         fn, args = tj.jit(tj.grad(rnn_loss(np, size), argnums=(0, 1, 2))), rnn_args(size)
     else:
         fn, args = tj.jit(random_graph(np, size)), random_args()
-    t0 = time.perf_counter()
+    t0 = clock()
     fn(*args)
-    return time.perf_counter() - t0
+    return clock() - t0
 
 
 def graph_size(case, size) -> int:

@@ -160,6 +160,7 @@ class _Roller:
             seen[self.sig[i]] = i
         self.consts: list = []             # (var, value) added for stacked literals
         self.made: dict = {}               # id(var) -> Eqn: rows read back after a scan
+        self.runs: dict = {}               # period -> (start, run length) last measured
 
     def run(self) -> Graph:
         out, i, changed = [], 0, False
@@ -191,11 +192,17 @@ class _Roller:
             p = q - start
             if q >= n or p * MIN_STEPS > n - start:
                 return None
-            run = 0                        # equations m >= start with sig[m] == sig[m + p]
+            # equations m >= start with sig[m] == sig[m + p]: what is left of the run found
+            # at an earlier start for this period, extended (each equation is compared once
+            # per period however many starts look at it)
+            prev, run = self.runs.get(p, (start, 0))
+            run = max(0, prev + run - start)
             while start + run + p < n and sig[start + run] == sig[start + run + p] and \
                     sig[start + run] >= 0:
                 run += 1
-            self.budget -= run + 1
+                self.budget -= 1
+            self.runs[p] = (start, run)
+            self.budget -= 1
             copies = run // p + 1
             if copies < MIN_STEPS or copies * p < MIN_EQNS:
                 continue
