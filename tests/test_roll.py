@@ -26,7 +26,7 @@ import tracejit as tj
 from tracejit import config
 from tracejit.api import _compile
 from tracejit.core import eval_graph, make_graph
-from tracejit.ir import Eqn, Graph, Type, Var
+from tracejit.ir import Eqn, Graph, Type, Var, verify
 from tracejit.ops import elementwise as ew
 from tracejit.passes import _roll_rounds
 from tracejit.test_util import check_grads, using_backend
@@ -50,7 +50,12 @@ def rolling(on: bool):
 
 
 def _scans(graph):
-    return [e for e in graph.eqns if e.prim.name == "scan"]
+    """The graph's scan equations (their bodies verified: the IR verifier checks a scan's
+    interface, not the equations of its body)."""
+    scans = [e for e in graph.eqns if e.prim.name == "scan"]
+    for e in scans:
+        verify(e.params["body"], "roll")
+    return scans
 
 
 def _same_bits(a, b):
