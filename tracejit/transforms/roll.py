@@ -265,6 +265,10 @@ class _Roller:
         # a carried value must come from a copy's own results (not a hoisted slice's)
         if any(k[0] == "carry" and k[1] in chain.hoisted for k in chain.slots.values()):
             return None
+        # copies that only move data (the rows of a stack read back one by one) gain
+        # nothing as a scan: what reads them is rolled instead
+        if all(eqns[start + pos].prim.kind == "structural" for pos in range(p)):
+            return None
         chain.k = 1
         for c in range(1, copies):
             if not self._copy_matches(chain, c):

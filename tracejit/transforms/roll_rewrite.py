@@ -90,17 +90,53 @@ class _Stacker:
                 self.consts.append((var, np.array(values, dtype=ty.dtype)))
                 return var
             return 0, literals
+        runs = self._runs(atoms)
+        longest = max(runs, key=lambda r: r[1] - r[0])
+        direction = longest[4] if longest[2] is not None else 0
+
+        def build(reverse):
+            pieces = [self._piece(run, atoms, reverse) for run in (runs[::-1] if reverse
+                                                                 else runs)]
+            if len(pieces) == 1:
+                return pieces[0]
+            ty = atoms[0].ty
+            return _bind(self.pre, "concatenate", pieces,
+                         Type(ty.dtype, (self.k,) + ty.shape), axis=0)
+        return direction, build
+
+    def _runs(self, atoms):
+        """Maximal runs ``(c0, c1, Y, r0, step)`` of copies ``c0..c1`` reading consecutive rows
+        ``r0, r0 + step, ...`` of one array ``Y`` (step +1 or -1); ``Y`` is None for a value
+        that is no such row (a run of one copy)."""
         rows = [self._row(a) for a in atoms]
-        if self.k > 1 and all(r is not None and r[0] is rows[0][0] for r in rows):
-            y, r0 = rows[0]
-            step = rows[1][1] - r0
-            if step in (1, -1) and all(r[1] == r0 + c * step for c, r in enumerate(rows)):
-                lo = min(r0, rows[-1][1])
-                x = y if lo == 0 and self.k == y.ty.shape[0] else \
-                    _slice(self.pre, y, (lo,) + (0,) * (y.ty.ndim - 1),
-                           (lo + self.k,) + y.ty.shape[1:])
-                return step, self._oriented(x, step)
-        return 0, lambda reverse: self._concat(atoms[::-1] if reverse else atoms)
+        runs, c = [], 0
+        while c < self.k:
+            if rows[c] is None:
+                runs.append((c, c, None, None, 0))
+                c += 1
+                continue
+            y, r0 = rows[c]
+            step, e = 0, c
+            nxt = rows[c + 1] if c + 1 < self.k else None
+            if nxt is not None and nxt[0] is y and nxt[1] - r0 in (1, -1):
+                step = nxt[1] - r0
+                while e + 1 < self.k and rows[e + 1] is not None and rows[e + 1][0] is y \
+                        and rows[e + 1][1] == rows[e][1] + step:
+                    e += 1
+            runs.append((c, e, y, r0, step))
+            c = e + 1
+        return runs
+
+    def _piece(self, run, atoms, reverse):
+        """The rows of one run, in the scan's order."""
+        c0, c1, y, r0, step = run
+        if y is None or c0 == c1:
+            return _reshape(self.pre, atoms[c0], (1,) + atoms[c0].ty.shape)
+        n = c1 - c0 + 1
+        lo = min(r0, r0 + (n - 1) * step)
+        x = y if lo == 0 and n == y.ty.shape[0] else \
+            _slice(self.pre, y, (lo,) + (0,) * (y.ty.ndim - 1), (lo + n,) + y.ty.shape[1:])
+        return self._oriented(x, step)(reverse)
 
     def _concat(self, atoms):
         ty = atoms[0].ty
