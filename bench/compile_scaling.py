@@ -45,20 +45,8 @@ H = 32
 
 def rnn_case(T):
     import tracejit as tj
-    rng = np.random.default_rng(0)
-    W = rng.standard_normal((H, H)) * 0.3
-    U = rng.standard_normal((H, H)) * 0.3
-    b = rng.standard_normal(H) * 0.1
-    xs = rng.standard_normal((T, H))
-
-    def loss(W, U, b, xs):
-        h = np.zeros(H)
-        total = 0.0
-        for t in range(T):
-            h = np.tanh(W @ h + U @ xs[t] + b)
-            total = total + np.sum(h * h)
-        return total
-    return tj.grad(loss, argnums=(0, 1, 2)), (W, U, b, xs)
+    from compile_rows import rnn_args, rnn_loss      # the same RNN as bench row W12
+    return tj.grad(rnn_loss(np, T), argnums=(0, 1, 2)), rnn_args(T)
 
 
 def chain_case(T):

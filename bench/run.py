@@ -1,5 +1,5 @@
 """Run the benchmark workloads W1-W8 (+ pendulum W9, while-loop gradient W10, in-place loops
-W11) and write bench/results.md and a chart.
+W11, compile scaling W12) and write bench/results.md and a chart.
 
     python bench/run.py [--quick] [--only W1,W4]
 
@@ -502,8 +502,15 @@ def w11(quick):
     record("W11", case, "tracejit 1 thread", with_threads(1, lambda: t(spd)), repeat=5)
 
 
+def w12(quick):
+    """First call against graph size (compile scaling): bench/compile_rows.py."""
+    import compile_rows
+    compile_rows.measure(quick, lambda case, impl, lo, med: ROWS.append(("W12", case, impl, lo,
+                                                                          med)), NOTES.append)
+
+
 WORKLOADS = {"W1": w1, "W2": w2, "W3": w3, "W4": w4, "W5": w5, "W6": w6, "W7": w7, "W8": w8,
-             "W9": w9, "W10": w10, "W11": w11}
+             "W9": w9, "W10": w10, "W11": w11, "W12": w12}
 
 
 def write_results(path):

@@ -28,6 +28,15 @@ from tracejit.backend.engine import jit, threads
 H = 8
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _unrolled():
+    """These graphs are unrolled loops, which the roll pass would make one scan each: what is
+    tested here is how the backend bounds the work of a long graph, so it stays long."""
+    tj.config.roll_loops = False
+    yield
+    tj.config.roll_loops = True
+
+
 def _chain(T):
     """T dependent products with a tanh epilogue: T matmul steps, T temporaries."""
     def f(W, h):

@@ -38,6 +38,11 @@ Attributes (all plain, settable at run time):
   for bit the same in both tiers. Assigning False stops further tier-ups (kernels already
   switched stay switched); it is read when a signature is compiled and when it turns hot.
 
+- ``roll_loops``: the last simplification pass rolls a chain of repeated copies of one body
+  (an unrolled Python loop, its gradient's backward chain) into a ``scan``, so that compiling
+  it costs one copy (``tracejit/transforms/roll.py``); results are bit for bit the same. env
+  TRACEJIT_ROLL_LOOPS=0 turns it off.
+
 - ``autograph``: when a trace fails because Python branched on a traced value (``if``,
   ``while``, ``and``/``or``/``not``, ``a if c else b``), trace again with the user's functions
   converted to graph control flow (``tracejit/autograph.py``); env TRACEJIT_AUTOGRAPH=0 turns
@@ -147,6 +152,7 @@ class Config:
         self.reuse_outputs = _flag("TRACEJIT_REUSE_OUTPUTS", True)
         self.hot_tier = _flag("TRACEJIT_HOT_TIER", True)
         self.autograph = _flag("TRACEJIT_AUTOGRAPH", True)
+        self.roll_loops = _flag("TRACEJIT_ROLL_LOOPS", True)
         self.bug_report_dir = env.get("TRACEJIT_BUG_REPORT_DIR") or None
 
     # Settings that change what a compiled function computes; assigning one of them drops the

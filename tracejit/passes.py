@@ -10,6 +10,8 @@
   are computed once (never two with an effect).
 - ``dce``: equations whose results are unused are dropped (not those that can raise or have
   an effect, ``has_effect``: a print).
+- ``roll`` (last, after the fixed point; ``config.roll_loops``): chains of repeated copies of
+  one body become a ``scan`` (``transforms/roll.py``); not run by AD's ``inline=False`` calls.
 - ``inline_calls`` (first): custom_jvp/custom_vjp calls become their primal equations and
   stop_gradient disappears; their rules matter only to AD, which runs on the raw trace.
 Each pass preserves the graph's interface; ``simplify`` runs them to a fixed point and verifies
@@ -28,6 +30,7 @@ from .ir import Eqn, Graph, Literal, Var, print_graph, verify
 from .ops import elementwise as ew
 from .ops.control import while_p
 from .ops import structural as st
+from .transforms.roll import roll
 
 
 class _Subst:
@@ -504,4 +507,18 @@ def simplify(graph: Graph, inline: bool = True) -> Graph:
                 graph = run_pass(name, fn, graph)
             if not any(_foldable(e, e.invars) for e in graph.eqns):
                 break
+        if inline and config.roll_loops and not config.debug_nans:  # (it names equations)
+            graph = _roll_rounds(graph)
+    return graph
+
+
+def _roll_rounds(graph: Graph) -> Graph:
+    """Roll repeated copies into scans (``transforms/roll.py``), round after round while a
+    round rolls something (the second round rolls a gradient's backward chain, which reads the
+    rows of the first round's forward scan), dropping the rows no one reads any more."""
+    for _ in range(4):
+        rolled = run_pass("roll", roll, graph)
+        if rolled is graph:
+            break
+        graph = run_pass("dce", dce, rolled)
     return graph
