@@ -2,7 +2,7 @@
 
 Planning (:func:`fuse_epilogues`, called by ``partition._finish`` once stores are decided): a
 ``MatmulStep`` computing a 2-D product ``p`` [M, N] (or a matrix-vector product [M] read as
-[M, 1], a vector-matrix one [N] as [1, N]; ``scaling.py`` has moved the scalar factors of its
+[M, 1], a vector-matrix one [N] as [1, N]; ``foldscalars.py`` has moved the scalar factors of its
 operands into such a consumer) absorbs the loop group ``G`` that consumes it when
 - ``G`` is the only step reading ``p``, reads it directly (no view of ``p`` exists) and ``p`` is
   not a graph output;

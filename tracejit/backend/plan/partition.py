@@ -27,7 +27,7 @@ and pad become copy groups into one buffer (pad fills first). ``MatmulStep`` is 
 with one contracted axis, at most one free axis per side and mergeable batch axes. Everything
 else is a ``FallbackStep``: the primitive's NumPy impl (control flow: compiled sub-graphs, see
 ``runtime/control_fallback.py``).
-Before partitioning, ``sinkviews.py`` sinks views into producers and ``scaling.py`` moves scalar
+Before partitioning, ``sinkviews.py`` sinks views into producers and ``foldscalars.py`` moves scalar
 factors of product operands onto the products. After partitioning, ``rowfuse.py`` and
 ``epilogue.py`` merge steps (row-wise matvec pairs,
 matmul epilogues) before the execution order is fixed.
@@ -44,7 +44,7 @@ from ...passes import has_effect
 from .epilogue import fuse_epilogues
 from .rowfuse import fuse_rowwise
 from .readers import FuseIndex
-from .scaling import fold_scalars
+from .foldscalars import fold_scalars
 from .sinkviews import sink_views
 from .steps import (ARG_PRIMS, LINALG_PRIMS, REDUCE_PRIMS, ArgStep, ControlStep, EqnStep,
                     FallbackStep, LinalgStep, LoopGroup, MatmulStep, Plan, ScanStep, ScatterStep,

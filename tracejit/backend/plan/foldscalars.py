@@ -16,10 +16,13 @@ planner can take. Integer products are left alone (no epilogue for them), as are
 
 Rounding contract: ``s * (A @ B)`` is ``(s * A) @ B`` up to rounding, the tolerance a product
 already has (the kernel's summation order differs from NumPy's BLAS anyway); negation is exact.
-The one observable difference beyond rounding: a product whose unscaled value overflows (or
-underflows) where the scaled one would not, or the reverse. The interpreter computes the
-graph as written; this rewrite runs only when the llvm backend plans a graph, after any
-differentiation, so derivatives are the derivatives of the function as written.
+Beyond rounding, the two differ only where the scaled terms are not finite: a product whose
+unscaled value overflows (or underflows) where the scaled one would not, or the reverse, and a
+traced scalar that is itself infinite or NaN, or a traced divisor that is zero (every element
+of ``(inf * A) @ B`` is inf or NaN, but which ones differs from ``inf * (A @ B)``). Literal
+scalars are moved only when that cannot happen (finite; a divisor nonzero). The interpreter
+computes the graph as written; this rewrite runs only when the llvm backend plans a graph,
+after any differentiation, so derivatives are the derivatives of the function as written.
 
 Invariant: graph inputs, outputs and constants keep their identity; every new equation has the
 type its primitive's shape rule gives.
@@ -28,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir import Eqn, Var
+from ...ir import Eqn, Literal, Var
 from ...ops import elementwise as ew
 from ...passes import dce
 
@@ -48,6 +51,15 @@ def _scalar(atom, producer, dtype):
     return atom
 
 
+def _exact(prim, s) -> bool:
+    """Whether moving ``prim`` by ``s`` onto the product changes at most rounding: a literal
+    must be finite (a divisor nonzero too); a traced scalar is taken (module docstring)."""
+    if not isinstance(s, Literal):
+        return True
+    v = complex(s.value.item())
+    return np.isfinite(v) and (prim.name != "div" or v != 0)
+
+
 def _peel(x, producer):
     """(X, factors): ``x`` is ``X`` scaled by ``factors`` [(prim, scalar or None)], innermost
     last; ``([], x)`` when ``x`` is no scalar multiple."""
@@ -64,7 +76,8 @@ def _peel(x, producer):
             order = ((0, 1), (1, 0)) if name == "mul" else ((0, 1),)
             for i, j in order:
                 s = _scalar(ins[j], producer, dt)
-                if s is not None and isinstance(ins[i], Var) and ins[i].ty == x.ty:
+                if s is not None and isinstance(ins[i], Var) and ins[i].ty == x.ty and \
+                        _exact(e.prim, s):
                     factors.append((e.prim, s))
                     x = ins[i]
                     break
