@@ -35,6 +35,8 @@ FORMS = {
     "a*A@x+b*y": (lambda A, x, y, a, b: a * A @ x + b * y, "vec"),
     "-A@(x/a)": (lambda A, x, y, a, b: -A @ (x / a), "vec"),
     "(a*x)@A+y": (lambda A, x, y, a, b: (a * x) @ A + y, "vecT"),
+    "a*A.T@x+b*y": (lambda A, x, y, a, b: a * A.T @ x + b * y, "vecAT"),
+    "A.T@x/a+y[::-1]": (lambda A, x, y, a, b: (A.T @ x) / a + y[::-1], "vecAT"),
 }
 
 
@@ -42,12 +44,13 @@ def _operands(kind, dtype, rng):
     """(A, B, C) for a form of ``kind`` and the largest entry of |A| @ |B| (its product)."""
     def draw(*shape):
         return rng.standard_normal(shape).astype(dtype)
-    A = draw(K, M) if kind == "matT" else draw(M, K)
+    A = draw(K, M) if kind in ("matT", "vecAT") else draw(M, K)
     B, C = {"mat": (draw(K, N), draw(M, N)), "matT": (draw(K, N), draw(M, N)),
-            "vec": (draw(K), draw(M)), "vecT": (draw(M), draw(K))}[kind]
+            "vec": (draw(K), draw(M)), "vecT": (draw(M), draw(K)),
+            "vecAT": (draw(K), draw(M))}[kind]
     a, b = np.abs(A).astype(np.float64), np.abs(B).astype(np.float64)
     prod = {"mat": lambda: a @ b, "matT": lambda: a.T @ b, "vec": lambda: a @ b,
-            "vecT": lambda: b @ a}[kind]()
+            "vecT": lambda: b @ a, "vecAT": lambda: a.T @ b}[kind]()
     return (A, B, C), prod.max()
 
 
@@ -142,6 +145,22 @@ def test_blas_path_runs_the_epilogue(dtype):
     want = _reference(fn, (A, B, C), (0.7, 1.3))
     tol = 8 * (k + 2) * np.finfo(dtype).eps * (2 * (np.abs(A) @ np.abs(B)).max() + 4)
     np.testing.assert_allclose(f(A, B, C, 0.7, 1.3), want, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("m, k, n", [(M, K, N), (20, 1100, 30)])   # the second: BLAS if found
+def test_written_into_an_argument(m, k, n):
+    """npbench's gemm, ``C[:] = alpha * A @ B + beta * C``: one product reading the old C in
+    its epilogue (the result never shares C's buffer, so BLAS writing rows first is safe)."""
+    def gemm(alpha, beta, C, A, B):
+        C[:] = alpha * A @ B + beta * C
+    rng = np.random.default_rng(9)
+    A, B, C = (rng.standard_normal(s) for s in ((m, k), (k, n), (m, n)))
+    f = tj.trace(gemm)
+    assert _steps(f.ir(1.5, 1.2, C, A, B, stage="fused")) == ["matmul"]
+    got = C.copy()
+    f(1.5, 1.2, got, A, B)
+    tol = 8 * (k + 2) * np.finfo(np.float64).eps * (2 * (np.abs(A) @ np.abs(B)).max() + 4)
+    np.testing.assert_allclose(got, 1.5 * A @ B + 1.2 * C, rtol=0, atol=tol)
 
 
 @pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
