@@ -51,6 +51,7 @@ def record(workload, case, impl, fn, pinned=False, **kw):
         NOTES.append(f"{workload} {case} {impl}: failed ({type(e).__name__}: {str(e)[:120]})")
         return
     ROWS.append((workload, case, impl, lo, med))
+    print(f"  {workload} {case} | {impl}: {_fmt(lo)} / {_fmt(med)}", file=sys.stderr, flush=True)
 
 
 def with_threads(n, fn):
@@ -451,15 +452,7 @@ def jacobi_1d(a, b, steps):
 
 
 def cholesky_fori(a):
-    n = a.shape[0]
-
-    def row(i, low):
-        def col(j, low):
-            s = np.sum(np.where(np.arange(n) < j, low[i] * low[j], 0.0))
-            v = np.where(i == j, np.sqrt(np.abs(a[i, i] - s)), (a[i, j] - s) / low[j, j])
-            return low.at[i, j].set(np.where(j <= i, v, 0.0))
-        return tj.fori_loop(0, n, col, low)
-    return tj.fori_loop(0, n, row, np.zeros_like(a))
+    return cholesky_generic(a, np, tj.fori_loop)
 
 
 def cholesky_numpy(a):
@@ -520,6 +513,8 @@ def jacobi_fori(a, b, steps, xp=np, fori=tj.fori_loop):
 
 
 def cholesky_generic(a, xp, fori):
+    """Element-wise Cholesky in nested ``fori`` loops over a carried ``low`` (``xp``: the NumPy
+    namespace the loops trace with, ``tj``'s or jax's)."""
     n = a.shape[0]
 
     def row(i, low):
@@ -614,31 +609,21 @@ import numba
 sys.path.insert(0, {bench!r})
 from harness import timeit
 
+{shared}
+jacobi_1d = numba.njit(jacobi_1d)
+
 def jacobi(a, b, steps):
     a, b = a.copy(), b.copy()
-    for _ in range(steps):
-        b[1:-1] = 0.33 * (a[:-2] + a[1:-1] + a[2:])
-        a[1:-1] = 0.33 * (b[:-2] + b[1:-1] + b[2:])
+    jacobi_1d(a, b, steps)
     return a
 
-def cholesky(a):
-    a = a.copy()
-    for i in range(a.shape[0]):
-        for j in range(i):
-            a[i, j] -= np.dot(a[i, :j], a[j, :j])
-            a[i, j] /= a[j, j]
-        a[i, i] -= np.dot(a[i, :i], a[i, :i])
-        a[i, i] = np.sqrt(a[i, i])
-    return np.tril(a)
-
-{shared}
-fns = dict(jacobi=jacobi, cholesky=cholesky, thomas=thomas_numpy, gemm=_gemm, bare=_bare,
+fns = dict(jacobi=jacobi, cholesky=cholesky_numpy, thomas=thomas_numpy, gemm=_gemm, bare=_bare,
            gemv=_gemm, barev=_bare)
 spec = {spec!r}
 f = numba.njit(fns[spec[0]])
 args = _w12_args(spec)
 f(*args)
-lo, med = timeit(lambda: f(*args), repeat={repeat}, min_time={min_time})
+lo, med = timeit(lambda: f(*args), repeat={repeat}, min_time={min_time}, warmup=0)
 print(lo, med)
 """
 
@@ -649,7 +634,8 @@ def _numba_subprocess(spec, repeat, min_time):
     neither tracejit nor this module: the shared NumPy-only functions are passed as source)."""
     import inspect
     import subprocess
-    shared = "\n".join(inspect.getsource(f) for f in (_w12_args, thomas_numpy, _gemm, _bare))
+    shared = "\n".join(inspect.getsource(f) for f in (_w12_args, thomas_numpy, _gemm, _bare,
+                                                      jacobi_1d, cholesky_numpy))
     code = W12_NUMBA.format(bench=os.path.dirname(os.path.abspath(__file__)), spec=spec,
                             repeat=repeat, min_time=min_time, shared=shared)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -690,7 +676,9 @@ def w12(quick):
         kind = spec[0]
         big = kind in ("gemm", "bare") and spec[1] > 2000        # ~1-3 s per call
         repeat = 3 if big or kind in ("cholesky", "thomas") else 7
-        kw = dict(repeat=repeat, min_time=0.0 if big else 0.02)
+        # every implementation has run once before it is timed (the reference, the check, the
+        # compiling call): no further warm-up call
+        kw = dict(repeat=repeat, min_time=0.0 if big else 0.02, warmup=0)
         args = _w12_args(spec)
         ref = nfns[kind](*args)
         record("W12", case, "numpy", lambda: nfns[kind](*args), **kw)
@@ -718,8 +706,10 @@ def w12(quick):
                    pinned=True, **kw)
         if os.environ.get("BENCH_NUMBA_PATH"):
             try:
-                ROWS.append(("W12", case, "numba (subprocess)",
-                             *_numba_subprocess(spec, repeat, kw["min_time"])))
+                lo, med = _numba_subprocess(spec, repeat, kw["min_time"])
+                ROWS.append(("W12", case, "numba (subprocess)", lo, med))
+                print(f"  W12 {case} | numba: {_fmt(lo)} / {_fmt(med)}", file=sys.stderr,
+                      flush=True)
             except Exception as e:  # noqa: BLE001 - a failing peer is reported, not fatal
                 NOTES.append(f"W12 {case} numba: failed ({str(e)[:160]})")
 
