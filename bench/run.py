@@ -648,6 +648,19 @@ def _numba_subprocess(spec, repeat, min_time):
     return lo, med
 
 
+def _interleaved(fa, fb, rounds):
+    """((min, median), (min, median)) seconds of ``fa`` and ``fb`` timed alternately, one call
+    each per round, so that a load change on this shared machine hits both."""
+    import statistics
+    ta, tb = [], []
+    for _ in range(rounds):
+        for f, ts in ((fa, ta), (fb, tb)):
+            t0 = time.perf_counter()
+            f()
+            ts.append(time.perf_counter() - t0)
+    return (min(ta), statistics.median(ta)), (min(tb), statistics.median(tb))
+
+
 def w12(quick):
     jax = peer("jax")
     if jax is not None:
@@ -671,7 +684,6 @@ def w12(quick):
             "gemm": _gemm, "gemv": _gemm, "bare": _bare, "barev": _bare}
     if not os.environ.get("BENCH_NUMBA_PATH"):
         NOTES.append("W12: no numba column (set BENCH_NUMBA_PATH to a numba install)")
-    bare_min = {}
     for case, spec in _w12_cases(quick):
         kind = spec[0]
         big = kind in ("gemm", "bare") and spec[1] > 2000        # ~1-3 s per call
@@ -686,13 +698,12 @@ def w12(quick):
         if not np.allclose(t(*args), ref, rtol=1e-9, atol=1e-9 * np.abs(ref).max()):
             NOTES.append(f"W12 {case}: tracejit differs from NumPy")
         record("W12", case, "tracejit 1 thread", with_threads(1, lambda: t(*args)), **kw)
-        if kind in ("bare", "barev"):
-            bare_min[spec[1], kind] = ROWS[-1][3]
-        elif kind in ("gemm", "gemv") and ROWS[-1][2] == "tracejit 1 thread":
-            base = bare_min.get((spec[1], "bare" if kind == "gemm" else "barev"))
-            if base:
-                NOTES.append(f"W12 {case}: tracejit bare / scaled product time "
-                             f"{base / ROWS[-1][3]:.3f} (min over repeats, same run)")
+        if kind in ("gemm", "gemv"):
+            bare = tfns["bare" if kind == "gemm" else "barev"]
+            (b_lo, b_med), (s_lo, s_med) = with_threads(1, lambda: _interleaved(
+                lambda: bare(*args), lambda: t(*args), 3 if big else 9))()
+            NOTES.append(f"W12 {case}: tracejit bare / scaled product time, interleaved "
+                         f"rounds: {b_lo / s_lo:.3f} (min), {b_med / s_med:.3f} (median)")
         if jax is not None:
             if kind == "jacobi":       # the step count is static: one jit per case
                 jf = jax.jit(lambda a, b, s=spec[2]: jacobi_fori(a, b, s, jnp,
