@@ -62,7 +62,7 @@ def _exact(prim, s) -> bool:
 
 def _peel(x, producer):
     """(X, factors): ``x`` is ``X`` scaled by ``factors`` [(prim, scalar or None)], innermost
-    last; ``([], x)`` when ``x`` is no scalar multiple."""
+    last; ``(x, [])`` when ``x`` is no scalar multiple."""
     factors = []
     while isinstance(x, Var) and id(x) in producer:
         e = producer[id(x)]
