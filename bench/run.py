@@ -1,5 +1,6 @@
 """Run the benchmark workloads W1-W8 (+ pendulum W9, while-loop gradient W10, in-place loops
-W11, compile scaling W12) and write bench/results.md and a chart.
+W11, compile scaling W12, loops and scaled products against jax and numba W13) and write
+bench/results.md and a chart.
 
     python bench/run.py [--quick] [--only W1,W4]
 
@@ -50,6 +51,7 @@ def record(workload, case, impl, fn, pinned=False, **kw):
         NOTES.append(f"{workload} {case} {impl}: failed ({type(e).__name__}: {str(e)[:120]})")
         return
     ROWS.append((workload, case, impl, lo, med))
+    print(f"  {workload} {case} | {impl}: {_fmt(lo)} / {_fmt(med)}", file=sys.stderr, flush=True)
 
 
 def with_threads(n, fn):
@@ -450,15 +452,7 @@ def jacobi_1d(a, b, steps):
 
 
 def cholesky_fori(a):
-    n = a.shape[0]
-
-    def row(i, low):
-        def col(j, low):
-            s = np.sum(np.where(np.arange(n) < j, low[i] * low[j], 0.0))
-            v = np.where(i == j, np.sqrt(np.abs(a[i, i] - s)), (a[i, j] - s) / low[j, j])
-            return low.at[i, j].set(np.where(j <= i, v, 0.0))
-        return tj.fori_loop(0, n, col, low)
-    return tj.fori_loop(0, n, row, np.zeros_like(a))
+    return cholesky_generic(a, np, tj.fori_loop)
 
 
 def cholesky_numpy(a):
@@ -509,8 +503,237 @@ def w12(quick):
                                                                           med)), NOTES.append)
 
 
+# W13 -----------------------------------------------------------------------------------------
+# Issue 19 rows against jax and numba: a stencil time loop, an element-wise Cholesky and a
+# tridiagonal (Thomas) solve in fori_loop, and scaled products (alpha * A @ B + beta * C,
+# alpha * A @ x + beta * y) next to the bare product, 1000^2 and 4000^2. jax runs pinned to one
+# core. numba pins its own llvmlite, which must never shadow ours: its column is timed only in
+# a subprocess whose one extra path is BENCH_NUMBA_PATH (a directory holding numba and its
+# llvmlite), and is absent without it.
+def jacobi_fori(a, b, steps, xp=np, fori=tj.fori_loop):
+    """The Jacobi stencil time loop written functionally (``.at[].set`` on loop carries)."""
+    def body(_, ab):
+        a, b = ab
+        b = b.at[1:-1].set(0.33 * (a[:-2] + a[1:-1] + a[2:]))
+        return a.at[1:-1].set(0.33 * (b[:-2] + b[1:-1] + b[2:])), b
+    return fori(0, steps, body, (a, b))
+
+
+def cholesky_generic(a, xp, fori):
+    """Element-wise Cholesky in nested ``fori`` loops over a carried ``low`` (``xp``: the NumPy
+    namespace the loops trace with, ``tj``'s or jax's)."""
+    n = a.shape[0]
+
+    def row(i, low):
+        def col(j, low):
+            s = xp.sum(xp.where(xp.arange(n) < j, low[i] * low[j], 0.0))
+            v = xp.where(i == j, xp.sqrt(xp.abs(a[i, i] - s)), (a[i, j] - s) / low[j, j])
+            return low.at[i, j].set(xp.where(j <= i, v, 0.0))
+        return fori(0, n, col, low)
+    return fori(0, n, row, xp.zeros_like(a))
+
+
+def thomas_fori(lo, di, up, rhs, xp=np, fori=tj.fori_loop):
+    """Tridiagonal solve (sub-diagonal ``lo``, diagonal ``di``, super-diagonal ``up``), one
+    element per iteration: forward sweep, then back substitution."""
+    n = di.shape[0]
+
+    def fwd(i, cd):
+        c, d = cd
+        m = 1.0 / (di[i] - lo[i] * c[i - 1])
+        return c.at[i].set(up[i] * m), d.at[i].set((rhs[i] - lo[i] * d[i - 1]) * m)
+    c0 = xp.zeros_like(di).at[0].set(up[0] / di[0])
+    d0 = xp.zeros_like(di).at[0].set(rhs[0] / di[0])
+    c, d = fori(1, n, fwd, (c0, d0))
+
+    def back(k, x):
+        i = n - 2 - k
+        return x.at[i].set(d[i] - c[i] * x[i + 1])
+    return fori(0, n - 1, back, d)
+
+
+def thomas_numpy(lo, di, up, rhs):
+    n = di.shape[0]
+    c, d = np.empty(n), np.empty(n)
+    c[0], d[0] = up[0] / di[0], rhs[0] / di[0]
+    for i in range(1, n):
+        m = 1.0 / (di[i] - lo[i] * c[i - 1])
+        c[i] = up[i] * m
+        d[i] = (rhs[i] - lo[i] * d[i - 1]) * m
+    for i in range(n - 2, -1, -1):
+        d[i] -= c[i] * d[i + 1]
+    return d
+
+
+def _gemm(A, B, C, alpha, beta):
+    return alpha * A @ B + beta * C
+
+
+def _bare(A, B, C, alpha, beta):
+    return A @ B
+
+
+def _w13_cases(quick):
+    """(case name, spec) of every W13 case; ``spec[0]`` names the kernel, the rest sizes it
+    (``_w13_args(spec)`` makes its arguments)."""
+    n_st, steps = (2_000, 20) if quick else (20_000, 100)
+    n_ch = 60 if quick else 200
+    n_th = 2_000 if quick else 20_000
+    sizes = (1000,) if quick else (1000, 4000)
+    cases = [(f"Jacobi 1-d stencil fori_loop, n={n_st}, {steps} steps", ("jacobi", n_st, steps)),
+             (f"element-wise Cholesky in fori_loop, f64[{n_ch},{n_ch}]", ("cholesky", n_ch)),
+             (f"tridiagonal (Thomas) solve in fori_loop, n={n_th}", ("thomas", n_th))]
+    for n in sizes:
+        cases += [(f"A @ B {n}^2 f64 (bare product)", ("bare", n)),
+                  (f"alpha*A@B + beta*C {n}^2 f64", ("gemm", n)),
+                  (f"A @ x {n}^2 f64 (bare product)", ("barev", n)),
+                  (f"alpha*A@x + beta*y {n}^2 f64", ("gemv", n))]
+    return cases
+
+
+def _w13_args(spec):
+    rng = np.random.default_rng(12)
+    kind = spec[0]
+    if kind == "jacobi":
+        return rng.random(spec[1]), rng.random(spec[1]), spec[2]
+    if kind == "cholesky":
+        m = rng.standard_normal((spec[1], spec[1]))
+        return (m @ m.T + spec[1] * np.eye(spec[1]),)
+    if kind == "thomas":
+        n = spec[1]
+        return (rng.random(n), 4.0 + rng.random(n), rng.random(n), rng.random(n))
+    n = spec[1]
+    A = rng.standard_normal((n, n))
+    if kind in ("bare", "gemm"):
+        return A, rng.standard_normal((n, n)), rng.standard_normal((n, n)), 1.5, 1.2
+    return A, rng.standard_normal(n), rng.standard_normal(n), 1.5, 1.2
+
+
+W13_NUMBA = """
+import sys
+import numpy as np
+import numba
+sys.path.insert(0, {bench!r})
+from harness import timeit
+
+{shared}
+jacobi_1d = numba.njit(jacobi_1d)
+
+def jacobi(a, b, steps):
+    a, b = a.copy(), b.copy()
+    jacobi_1d(a, b, steps)
+    return a
+
+fns = dict(jacobi=jacobi, cholesky=cholesky_numpy, thomas=thomas_numpy, gemm=_gemm, bare=_bare,
+           gemv=_gemm, barev=_bare)
+spec = {spec!r}
+f = numba.njit(fns[spec[0]])
+args = _w13_args(spec)
+f(*args)
+lo, med = timeit(lambda: f(*args), repeat={repeat}, min_time={min_time}, warmup=0)
+print(lo, med)
+"""
+
+
+def _numba_subprocess(spec, repeat, min_time):
+    """(min, median) of the numba version of case ``spec`` timed in a process whose only
+    extra path is BENCH_NUMBA_PATH (its numba and llvmlite never meet ours; it imports
+    neither tracejit nor this module: the shared NumPy-only functions are passed as source)."""
+    import inspect
+    import subprocess
+    shared = "\n".join(inspect.getsource(f) for f in (_w13_args, thomas_numpy, _gemm, _bare,
+                                                      jacobi_1d, cholesky_numpy))
+    code = W13_NUMBA.format(bench=os.path.dirname(os.path.abspath(__file__)), spec=spec,
+                            repeat=repeat, min_time=min_time, shared=shared)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = os.environ["BENCH_NUMBA_PATH"]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         cwd="/")
+    if out.returncode != 0:
+        raise RuntimeError((out.stderr.strip().splitlines() or ["?"])[-1][:200])
+    lo, med = map(float, out.stdout.split()[-2:])
+    return lo, med
+
+
+def _interleaved(fa, fb, rounds):
+    """((min, median), (min, median)) seconds of ``fa`` and ``fb`` timed alternately, one call
+    each per round, so that a load change on this shared machine hits both."""
+    import statistics
+    ta, tb = [], []
+    for _ in range(rounds):
+        for f, ts in ((fa, ta), (fb, tb)):
+            t0 = time.perf_counter()
+            f()
+            ts.append(time.perf_counter() - t0)
+    return (min(ta), statistics.median(ta)), (min(tb), statistics.median(tb))
+
+
+def w13(quick):
+    jax = peer("jax")
+    if jax is not None:
+        jax.config.update("jax_enable_x64", True)
+        import jax.numpy as jnp
+        jfns = {"cholesky": jax.jit(lambda a: cholesky_generic(a, jnp, jax.lax.fori_loop)),
+                "thomas": jax.jit(lambda *a: thomas_fori(*a, xp=jnp, fori=jax.lax.fori_loop)),
+                "gemm": jax.jit(_gemm), "gemv": jax.jit(_gemm),
+                "bare": jax.jit(_bare), "barev": jax.jit(_bare)}
+    tfns = {"jacobi": tj.trace(lambda a, b, steps: jacobi_fori(a, b, steps)[0],
+                               static_argnums=(2,)),
+            "cholesky": tj.trace(lambda a: cholesky_generic(a, np, tj.fori_loop)),
+            "thomas": tj.trace(thomas_fori), "gemm": tj.trace(_gemm),
+            "gemv": tj.trace(_gemm), "bare": tj.trace(_bare), "barev": tj.trace(_bare)}
+
+    def np_jacobi(a, b, steps):
+        a, b = a.copy(), b.copy()
+        jacobi_1d(a, b, steps)
+        return a
+    nfns = {"jacobi": np_jacobi, "cholesky": cholesky_numpy, "thomas": thomas_numpy,
+            "gemm": _gemm, "gemv": _gemm, "bare": _bare, "barev": _bare}
+    if not os.environ.get("BENCH_NUMBA_PATH"):
+        NOTES.append("W13: no numba column (set BENCH_NUMBA_PATH to a numba install)")
+    for case, spec in _w13_cases(quick):
+        kind = spec[0]
+        big = kind in ("gemm", "bare") and spec[1] > 2000        # ~1-3 s per call
+        repeat = 3 if big or kind in ("cholesky", "thomas") else 7
+        # every implementation has run once before it is timed (the reference, the check, the
+        # compiling call): no further warm-up call
+        kw = dict(repeat=repeat, min_time=0.0 if big else 0.02, warmup=0)
+        args = _w13_args(spec)
+        ref = nfns[kind](*args)
+        record("W13", case, "numpy", lambda: nfns[kind](*args), **kw)
+        t = tfns[kind]
+        if not np.allclose(t(*args), ref, rtol=1e-9, atol=1e-9 * np.abs(ref).max()):
+            NOTES.append(f"W13 {case}: tracejit differs from NumPy")
+        record("W13", case, "tracejit 1 thread", with_threads(1, lambda: t(*args)), **kw)
+        if kind in ("gemm", "gemv"):
+            bare = tfns["bare" if kind == "gemm" else "barev"]
+            (b_lo, b_med), (s_lo, s_med) = with_threads(1, lambda: _interleaved(
+                lambda: bare(*args), lambda: t(*args), 3 if big else 9))()
+            NOTES.append(f"W13 {case}: tracejit bare / scaled product time, interleaved "
+                         f"rounds: {b_lo / s_lo:.3f} (min), {b_med / s_med:.3f} (median)")
+        if jax is not None:
+            if kind == "jacobi":       # the step count is static: one jit per case
+                jf = jax.jit(lambda a, b, s=spec[2]: jacobi_fori(a, b, s, jnp,
+                                                                 jax.lax.fori_loop)[0])
+                jargs = [jax.device_put(a) for a in args[:2]]
+            else:
+                jf = jfns[kind]
+                jargs = [jax.device_put(a) if isinstance(a, np.ndarray) else a for a in args]
+            jf(*jargs).block_until_ready()
+            record("W13", case, "jax.jit (1 core)", lambda: jf(*jargs).block_until_ready(),
+                   pinned=True, **kw)
+        if os.environ.get("BENCH_NUMBA_PATH"):
+            try:
+                lo, med = _numba_subprocess(spec, repeat, kw["min_time"])
+                ROWS.append(("W13", case, "numba (subprocess)", lo, med))
+                print(f"  W13 {case} | numba: {_fmt(lo)} / {_fmt(med)}", file=sys.stderr,
+                      flush=True)
+            except Exception as e:  # noqa: BLE001 - a failing peer is reported, not fatal
+                NOTES.append(f"W13 {case} numba: failed ({str(e)[:160]})")
+
+
 WORKLOADS = {"W1": w1, "W2": w2, "W3": w3, "W4": w4, "W5": w5, "W6": w6, "W7": w7, "W8": w8,
-             "W9": w9, "W10": w10, "W11": w11, "W12": w12}
+             "W9": w9, "W10": w10, "W11": w11, "W12": w12, "W13": w13}
 
 
 def write_results(path):

@@ -2,8 +2,9 @@
 kernel's accumulator vector.
 
 :func:`emitter` makes the kernel's ``epilogue(builder, acc, row, col0, mask)`` hook: it loads
-each leaf at ``(row, col0 + lane)`` through pointers passed as extra kernel arguments and emits
-the group's equations on the accumulator vector.
+each leaf at ``(row, col0 + lane)`` (or ``(row + lane, col0)`` when called with
+``lanes="rows"``, the transposed matrix-vector path) through pointers passed as extra kernel
+arguments and emits the group's equations on the accumulator vector.
 
 Invariant: the epilogue's equations are emitted with the loop lowering rules, in plan order, so
 its values are bit for bit those of the separate loop the planner removed.
@@ -29,28 +30,39 @@ def emitter(epi, dtype, first_arg):
     dt = np.dtype(dtype)
     et = reg_type(dt)
 
-    def hook(b, acc, row, col0, mask):
+    def hook(b, acc, row, col0, mask, lanes="cols"):
         vl = acc.type.count
         cx = OpContext(b, vl)
         vty = ir.VectorType(et, vl)
         args = b.function.args
         env = {id(epi.acc_var): acc}
         for k, (a, v) in enumerate(epi.leaves):
-            base = args[first_arg + k]
             sr, sc = v.strides
-            idx = b.mul(row, ir.Constant(I64, sr)) if sr else ir.Constant(I64, 0)
-            if sc == 1:
-                ptr = b.gep(base, [b.add(idx, col0)], source_etype=et)
+            # lane l reads (row, col0 + l), or (row + l, col0) when lanes run along rows
+            (fixed, fs), (first, step) = ((col0, sc), (row, sr)) if lanes == "rows" else \
+                ((row, sr), (col0, sc))
+            base = args[first_arg + k]
+            idx = b.mul(fixed, ir.Constant(I64, fs)) if fs else ir.Constant(I64, 0)
+            if step == 1:
+                ptr = b.gep(base, [b.add(idx, first)], source_etype=et)
                 if mask is None:
                     x = b.load(ptr, typ=vty, align=dt.itemsize)
                 else:
                     fn = _masked_load(b.module, vty)
                     x = b.call(fn, [ptr, mask, ir.Constant(vty, None)])
-            else:
+            elif step == 0:
                 s = b.load(b.gep(base, [idx], source_etype=et), typ=et)
                 x = b.insert_element(ir.Constant(vty, ir.Undefined), s, ir.Constant(I32, 0))
                 x = b.shuffle_vector(x, ir.Constant(vty, ir.Undefined),
                                      ir.Constant(ir.VectorType(I32, vl), [0] * vl))
+            else:                       # a strided leaf along the lanes: one load per lane
+                x = ir.Constant(vty, None)
+                on = vl if mask is None else sum(int(c.constant) for c in mask.constant)
+                for ln in range(on):
+                    at = b.add(idx, b.mul(b.add(first, ir.Constant(I64, ln)),
+                                          ir.Constant(I64, step)))
+                    x = b.insert_element(x, b.load(b.gep(base, [at], source_etype=et), typ=et),
+                                         ir.Constant(I32, ln))
             env[id(a)] = x
 
         def val(a):
@@ -63,6 +75,7 @@ def emitter(epi, dtype, first_arg):
         for e in epi.eqns:
             env[id(e.outvars[0])] = emit(cx, e, [val(a) for a in e.invars])
         return env[id(epi.result)]
+    hook.lanes_along_rows = True
     return hook
 
 

@@ -351,15 +351,19 @@ class SegmentEmitter:
         fb.ret_void()
         b.call(fill, [p])
 
-    def _blas_rows(self, module, name, dt, M, K, N, a_st, b_st):
-        """A rows kernel calling numpy's OpenBLAS (``blas.emit_gemm_rows``) when
-        ``blas.choose_path`` picks BLAS for this shape (large products, K or N > 1024) and the
-        library was found, passed its self-test and lets us set its thread count; else None."""
+    def _blas_rows(self, module, name, dt, M, K, N, a_st, b_st, epi):
+        """A rows kernel calling numpy's OpenBLAS (``blas.emit_gemm_rows``, the epilogue swept
+        over each block of rows it wrote) when ``blas.choose_path`` picks BLAS for this shape
+        and the library was found, passed its self-test and lets us set its thread count;
+        else None."""
         from ..matmul import blas
         if np.dtype(dt) not in (np.float64, np.float32) or not blas.available() or \
                 not blas.thread_control() or blas.choose_path(dt, M, K, N, 1) != "blas":
             return None
-        return blas.emit_gemm_rows(module, name, dt, M, K, N, a_st, b_st)
+        hook = None if epi is None else emitter(epi, dt, 5)
+        n_extra = 0 if epi is None else len(epi.leaves)
+        return blas.emit_gemm_rows(module, name, dt, M, K, N, a_st, b_st, epilogue=hook,
+                                   extra_args=[PTR] * n_extra)
 
     def _matmul(self, b, slots, step):
         dt, M, K, N, a_st, b_st, batch, a_bs, b_bs = layout = matmul_layout(self.plan, step.eqn)
@@ -413,8 +417,8 @@ class SegmentEmitter:
         a rows-chunk function for the thread pool (``nblocks`` > 0) or a serial kernel."""
         dt, M, K, N, a_st, b_st, batch, a_bs, b_bs = layout
         n_extra = 0 if epi is None else len(epi.leaves)
-        rows_kern = self._blas_rows(module, name, dt, M, K, N, a_st, b_st) \
-            if batch == 1 and epi is None else None
+        rows_kern = self._blas_rows(module, name, dt, M, K, N, a_st, b_st, epi) \
+            if batch == 1 else None
         path = "blas" if rows_kern is not None else "parallel rows"
         rows = BLAS_BLOCK_ROWS if rows_kern is not None else matmul.tile_shape(dt, M, N)[0]
         if rows_kern is not None or \

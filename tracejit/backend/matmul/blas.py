@@ -31,6 +31,7 @@ import numpy as np
 from llvmlite import ir
 
 from ..engine import jit
+from .kernel import emit_epilogue_sweep, vector_bytes
 
 I32, I64 = ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
@@ -278,12 +279,16 @@ def emit_set_threads(builder, n):
     return old
 
 
-def emit_gemm_rows(module, name, dtype, M, K, N, a_strides, b_strides):
-    """Emit ``void @name(ptr A, ptr B, ptr C, i64 lo, i64 hi)``: rows [lo, hi) of the row-major
-    C[M, N] = A @ B as one gemm call, A and B given by element strides (``a_strides=(s_m, s_k)``,
-    ``b_strides=(s_k, s_n)``), or None when a stride pair is not a BLAS layout (one of the two
-    must be 1, the other at least the row length).  Same signature as
-    ``matmul.emit_matmul_rows``, so ``matmul.emit_rows_chunk`` can spread it over the pool."""
+def emit_gemm_rows(module, name, dtype, M, K, N, a_strides, b_strides, *, epilogue=None,
+                   extra_args=()):
+    """Emit ``void @name(ptr A, ptr B, ptr C, i64 lo, i64 hi, <extra_args>...)``: rows [lo, hi)
+    of the row-major C[M, N] = A @ B as one gemm call, A and B given by element strides
+    (``a_strides=(s_m, s_k)``, ``b_strides=(s_k, s_n)``), or None when a stride pair is not a
+    BLAS layout (one of the two must be 1, the other at least the row length).  Same signature
+    and ``epilogue`` contract as ``tiled.emit_matmul_rows``, so ``tiled.emit_rows_chunk`` can
+    spread it over the pool: the epilogue then runs over the rows just written (still in
+    cache), so C must not overlap the buffers the epilogue reads (the planner never lets a
+    product's result share a leaf's buffer)."""
     (sm, sak), (sbk, sn) = a_strides, b_strides
     if sak == 1 and sm >= max(K, 1):
         a_trans, lda = False, sm
@@ -298,13 +303,16 @@ def emit_gemm_rows(module, name, dtype, M, K, N, a_strides, b_strides):
     else:
         return None
     _, T = _prefix(dtype)
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR, I64, I64]), name)
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR, I64, I64] +
+                                             list(extra_args)), name)
     fn.linkage = "internal"
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    a, bb, c, lo, hi = fn.args
+    a, bb, c, lo, hi = fn.args[:5]
     a = b.gep(a, [b.mul(lo, ir.Constant(I64, sm))], source_etype=T)
-    c = b.gep(c, [b.mul(lo, ir.Constant(I64, N))], source_etype=T)
-    emit_gemm_call(b, dtype, b.sub(hi, lo), K, N, a, a_trans, lda, bb, b_trans, ldb, c, N)
+    rows = b.gep(c, [b.mul(lo, ir.Constant(I64, N))], source_etype=T)
+    emit_gemm_call(b, dtype, b.sub(hi, lo), K, N, a, a_trans, lda, bb, b_trans, ldb, rows, N)
+    if epilogue is not None:
+        emit_epilogue_sweep(b, dtype, c, N, lo, hi, epilogue)
     b.ret_void()
     return fn
 
@@ -378,6 +386,9 @@ def choose_path(dtype, M, K, N, threads=1, *, b_trans=False) -> str:
     * ``threads > 1`` and M*K*N >= 128³ -> BLAS (OpenBLAS scales ~1.7x on 2 threads; the kernel's
       row split needs a native pool to pay off below ~512³, see ``emit_matmul_rows``);
     * M*K*N > 1024³ or K or N > 1024 -> BLAS;
+    * without AVX-512 (``kernel.vector_bytes() < 64``: 12 accumulators, no packing of A), M*K*N
+      >= 256³ unless M or N <= 8 -> BLAS (znver3, f64: kernel 33 vs OpenBLAS 43 GFLOP/s at 256³,
+      23 vs 40 at 1000³; level or ahead at 128³ and below);
     * otherwise kernel (fusable epilogue, no call overhead; per the notes 2-5x faster than a
       BLAS call below 32³, where the call itself costs 15-80 ns).
     ``b_trans`` is accepted for callers that track it but does not change the choice (measured).
@@ -389,5 +400,7 @@ def choose_path(dtype, M, K, N, threads=1, *, b_trans=False) -> str:
     if threads > 1 and work >= 128 ** 3:
         return "blas"
     if work > 1024 ** 3 or max(K, N) > 1024:
+        return "blas"
+    if vector_bytes() < 64 and work >= 256 ** 3 and min(M, N) > 8:
         return "blas"
     return "kernel"

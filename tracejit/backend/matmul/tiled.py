@@ -76,6 +76,17 @@ def _emit_body(fn, operands, dtype, M, K, N, a_strides, b_strides, c_strides, ep
                     b.load(kn.ptr(B, kn.idx((k, kn.sb[0]))), typ=kn.T), kn.ptr(x, k)), name="px")
             kn.sc = (kn.sc[0], 0)
             _emit_dot_rows(kn, A, x, C, row_start, row_end)
+        elif N == 1 and kn.sa[0] == 1 and kn.sa[1] != 1 and M >= kn.vl and \
+                (row_start, row_end) == (0, M) and \
+                (epilogue is None or getattr(epilogue, "lanes_along_rows", False)):
+            # matrix-vector with an m-contiguous A (an Aᵀ view): the axpy form x[1, K] @
+            # Aᵀ[K, M], rows of Aᵀ read as vectors, instead of tiles using one lane in VL; the
+            # same fma sequence in k per element, so the same bits
+            ep = None if epilogue is None else (
+                lambda b_, acc, row, col0, mask: epilogue(b_, acc, col0, row, mask, lanes="rows"))
+            kt = _Kernel(b, dtype, K, (0, kn.sb[0]), (kn.sa[1], 1), (0, kn.sc[0]), ep,
+                         accumulate)
+            _emit_tiled(kt, B, A, C, 1, M, 0, 1)
         else:
             _emit_tiled(kn, A, B, C, M, N, row_start, row_end)
     b.ret(ir.Constant(I32, 0))
@@ -102,6 +113,10 @@ def emit_matmul(module, name, dtype, M, K, N, *, a_strides, b_strides, c_strides
             Complex dtypes give ``<2 x T>`` holding (re, im) of one element, mask None.
       row   i64 absolute row of C;  col0  i64 column of lane 0 (lane l is column col0 + l);
       mask  constant ``<VL x i1>`` of valid lanes for a column tail, else None (all valid).
+    An epilogue with a true attribute ``lanes_along_rows`` also accepts
+    ``epilogue(builder, acc, row0, col, mask, lanes="rows")``, lane l holding C[row0 + l, col]:
+    the matrix-vector product with an m-contiguous A (an Aᵀ view) then runs in the axpy form
+    (a 1 x K @ K x M tile; other epilogues keep the one-lane tiles).
     It must return a value of acc's type and may emit any code (e.g. load ``bias[col0:]``
     through a masked load, reading pointers passed as ``extra_args`` via
     ``builder.function.args[3:]``).  It is emitted several times (once per tile variant and

@@ -1,14 +1,15 @@
 """Matmul epilogues: an elementwise consumer of a product runs inside the matmul kernel.
 
 Planning (:func:`fuse_epilogues`, called by ``partition._finish`` once stores are decided): a
-``MatmulStep`` computing a 2-D product ``p`` [M, N] absorbs the loop group ``G`` that consumes it
-when
+``MatmulStep`` computing a 2-D product ``p`` [M, N] (or a matrix-vector product [M] read as
+[M, 1], a vector-matrix one [N] as [1, N]; ``foldscalars.py`` has moved the scalar factors of its
+operands into such a consumer) absorbs the loop group ``G`` that consumes it when
 - ``G`` is the only step reading ``p``, reads it directly (no view of ``p`` exists) and ``p`` is
   not a graph output;
-- ``G`` is a plain [M, N] loop of elementwise equations (no reductions, gathers or copies) whose
-  operands and results all have the product's real dtype;
+- ``G`` is a plain loop of the product's shape of elementwise equations (no reductions,
+  gathers or copies) whose operands and results all have the product's real dtype;
 - every other operand of ``G`` is a literal, a broadcast literal, a rank-0 value, or a view of
-  shape [M, N] with column stride 0 or 1 (a row-major matrix, a bias row ``b[None, :]``, a
+  the product's shape with (read as [M, N]) column stride 0 or 1 (a row-major matrix, a bias row ``b[None, :]``, a
   per-row scalar);
 - ``G`` stores exactly one of its members, contiguously and whole, after :func:`_sink_cheap`:
   another stored member that is a short chain of cheap equations (``SINK_PRIMS``, at most
@@ -109,13 +110,25 @@ def _sink_cheap(plan, g, keep):
     return True
 
 
+def _matrix_view(v, shape2):
+    """A view of a 1-D product's shape read as the kernel's [M, N] (``shape2``): a matrix-vector
+    product's [M] is [M, 1], a vector-matrix product's [N] is [1, N]."""
+    if len(v.shape) == 2:
+        return v
+    strides = (v.strides[0], 0) if shape2[1] == 1 else (0, v.strides[0])
+    return View(v.base, v.offset, strides, shape2, v.dtype)
+
+
 def _plan_one(plan, step):
     p = step.out
     dt = np.dtype(p.ty.dtype)
-    if dt.kind != "f" or p.ty.ndim != 2 or step.epilogue is not None:
+    if dt.kind != "f" or p.ty.ndim not in (1, 2) or step.epilogue is not None:
         return None
     lay = matmul_layout(plan, step.eqn)
-    if lay is None or lay[6] != 1 or (lay[1], lay[3]) != p.ty.shape:
+    if lay is None or lay[6] != 1 or lay[1] * lay[3] != p.ty.size:
+        return None
+    shape2 = (lay[1], lay[3])             # the kernel's [M, N] (1-D products: one of them 1)
+    if p.ty.ndim == 1 and 1 not in shape2:
         return None
     readers, other = readers_of(plan, p)
     if other or len(readers) != 1 or type(readers[0]) is not LoopGroup:
@@ -147,8 +160,12 @@ def _plan_one(plan, step):
                 consts[id(a)] = v.base
                 continue
             if v.shape == ():
-                v = View(v.base, v.offset, (0, 0), p.ty.shape, v.dtype)
-            if v.shape != p.ty.shape or v.strides[1] not in (0, 1):
+                v = View(v.base, v.offset, (0, 0), shape2, v.dtype)
+            elif v.shape == p.ty.shape:
+                v = _matrix_view(v, shape2)
+            else:
+                return None
+            if v.strides[1] not in (0, 1):
                 return None
             leaves.append((a, v))
     return g, Epilogue(p, list(g.eqns), result, leaves, consts)

@@ -27,7 +27,9 @@ and pad become copy groups into one buffer (pad fills first). ``MatmulStep`` is 
 with one contracted axis, at most one free axis per side and mergeable batch axes. Everything
 else is a ``FallbackStep``: the primitive's NumPy impl (control flow: compiled sub-graphs, see
 ``runtime/control_fallback.py``).
-After partitioning, ``rowfuse.py`` and ``epilogue.py`` merge steps (row-wise matvec pairs,
+Before partitioning, ``sinkviews.py`` sinks views into producers and ``foldscalars.py`` moves scalar
+factors of product operands onto the products. After partitioning, ``rowfuse.py`` and
+``epilogue.py`` merge steps (row-wise matvec pairs,
 matmul epilogues) before the execution order is fixed.
 """
 from __future__ import annotations
@@ -42,6 +44,7 @@ from ...passes import has_effect
 from .epilogue import fuse_epilogues
 from .rowfuse import fuse_rowwise
 from .readers import FuseIndex
+from .foldscalars import fold_scalars
 from .sinkviews import sink_views
 from .steps import (ARG_PRIMS, LINALG_PRIMS, REDUCE_PRIMS, ArgStep, ControlStep, EqnStep,
                     FallbackStep, LinalgStep, LoopGroup, MatmulStep, Plan, ScanStep, ScatterStep,
@@ -88,7 +91,8 @@ def partition(graph, vector_bytes: int, donated=None, arguments=False) -> Plan:
     vector register width (``vector_bytes``) is the one fact about the machine planning reads.
     ``donated`` (input index -> output index): inputs whose buffer the caller lets that output
     reuse; ``arguments``: they are the caller's arrays (``Plan.donated``, ``inplace.py``)."""
-    plan = Plan(sink_views(graph), vector_bytes, donated, arguments)   # views of values sunk
+    # views of values sunk, scalar factors moved from product operands to their epilogues
+    plan = Plan(fold_scalars(sink_views(graph)), vector_bytes, donated, arguments)
     graph = plan.graph
     last_by_shape: dict = {}
     for eqn in graph.eqns:
