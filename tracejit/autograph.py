@@ -27,6 +27,7 @@ import contextlib
 import contextvars
 import functools
 import os
+import re
 import sys
 import types
 
@@ -37,14 +38,18 @@ from .config import config
 from .core import Tracer
 
 _active: contextvars.ContextVar = contextvars.ContextVar("tracejit_autograph", default=False)
+# variable name -> why a converted construct left it unassigned (explains an UnboundLocalError)
+_unbound_why: contextvars.ContextVar = contextvars.ContextVar("tracejit_autograph_unbound",
+                                                             default=None)
 _factories: dict = {}          # code object -> factory (or None: cannot be converted)
 
 
 class Undefined:
-    """A variable not assigned on the path taken so far (assigned later, in a branch or loop)."""
+    """A variable not assigned on the path taken so far (assigned later, in a branch or loop);
+    ``why``: said when the converted code uses it after the construct."""
 
-    def __init__(self, name):
-        self.name = name
+    def __init__(self, name, why=""):
+        self.name, self.why = name, why
 
     def __repr__(self):
         return f"<undefined variable {self.name!r}>"
@@ -57,10 +62,11 @@ def active() -> bool:
 @contextlib.contextmanager
 def enabled(on: bool = True):
     """Context: convert the user functions traced in the body (see :func:`call`)."""
-    token = _active.set(on)
+    token, why = _active.set(on), _unbound_why.set({})
     try:
         yield
     finally:
+        _unbound_why.reset(why)
         _active.reset(token)
 
 
@@ -71,8 +77,34 @@ def call(fn, *args, **kwargs):
     if _active.get() and config.autograph:
         conv = converted(fn)
         if conv is not None:
-            return conv(*args, **kwargs)
+            try:
+                return conv(*args, **kwargs)
+            except UnboundLocalError as e:
+                raise _explained(e) from None
     return fn(*args, **kwargs)
+
+
+def unbound(value) -> bool:
+    """Whether a converted statement left the variable unassigned (the converted code then
+    deletes it: using it raises UnboundLocalError, as in Python)."""
+    if not isinstance(value, Undefined):
+        return False
+    reasons = _unbound_why.get()
+    if value.why and reasons is not None:
+        reasons[value.name] = value.why
+    return True
+
+
+def _explained(e):
+    """``e`` (an UnboundLocalError) saying why, when a converted loop left the variable
+    unassigned."""
+    match = re.search(r"variable '(\w+)'", str(e))
+    why = (_unbound_why.get() or {}).get(match.group(1)) if match else None
+    if not why or getattr(e, "tracejit_explained", False):
+        return e
+    out = UnboundLocalError(f"{e}: {match.group(1)!r} {why}").with_traceback(e.__traceback__)
+    out.tracejit_explained = True
+    return out
 
 
 def _is_traced_bool(x) -> bool:
@@ -136,6 +168,7 @@ def if_stmt(test, then_fn, else_fn, values, names, rebound, line, reads=frozense
     pred = _pred(test, "if")
     carried = _carried(values, names, reads)
     seen = []                        # per branch: (non-array outputs, kept bindings, written)
+    fill = {}                        # output position -> the other branch's value, for zeros
 
     def branch(fn):
         def run(*vals):
@@ -144,10 +177,12 @@ def if_stmt(test, then_fn, else_fn, values, names, rebound, line, reads=frozense
             for i, v in params.items():
                 full[i] = v
             start = {i: v.irvar for i, v in params.items() if isinstance(v, Tracer)}
-            outs = fn(*full)
+            outs = list(fn(*full))
             box, res = {}, []
             for k, o in enumerate(outs):
                 i = k - offset
+                if k in fill and isinstance(o, Undefined):
+                    o = outs[k] = _zeros_like(fill[k])
                 if isinstance(o, Undefined) or not _traceable(o) or \
                         (0 <= i and names[k] in reads and i not in params):
                     box[k] = o
@@ -156,20 +191,28 @@ def if_stmt(test, then_fn, else_fn, values, names, rebound, line, reads=frozense
                     res.append(o)
             kept = {i for i in params if offset + i < len(outs) and outs[offset + i] is params[i]}
             wrote = {i for i in start if params[i].irvar is not start[i]}
-            seen.append((box, kept, wrote))
+            seen.append((box, kept, wrote, outs))
             return tuple(res) + tuple(params[i] for i in carried)
         return run
 
-    try:
-        outs = list(cond(pred, branch(then_fn), branch(else_fn), *[values[i] for i in carried]))
-    except ShapeError:
-        if len(seen) == 2 and seen[0][0].keys() != seen[1][0].keys():
-            name = names[min(seen[0][0].keys() ^ seen[1][0].keys())]
-            raise _error(f"variable {name!r} is assigned in only one branch of an `if` on a "
-                         f"traced value (or is an array in one and not in the other); assign it "
-                         f"before the `if`", line) from None
-        raise
-    (t_box, t_kept, t_wrote), (f_box, f_kept, f_wrote) = seen
+    while True:
+        try:
+            outs = list(cond(pred, branch(then_fn), branch(else_fn),
+                             *[values[i] for i in carried]))
+            break
+        except ShapeError as e:
+            if len(seen) == 2 and not fill and _fill_returned(names, seen, fill):
+                seen.clear()             # (an early return's value: traced again, with zeros)
+                continue
+            if len(seen) == 2 and seen[0][0].keys() != seen[1][0].keys():
+                name = names[min(seen[0][0].keys() ^ seen[1][0].keys())]
+                raise _error(f"variable {name!r} is assigned in only one branch of an `if` on "
+                             f"a traced value (or is an array in one and not in the other); "
+                             f"assign it before the `if`", line) from None
+            raise ShapeError(f"{e} (the `if` at {line}, on a traced value, became a cond: "
+                             f"what its branches assign or return must have the same "
+                             f"structure, shapes and dtypes)") from None
+    (t_box, t_kept, t_wrote, _), (f_box, f_kept, f_wrote, _) = seen
     outs, finals = outs[:len(names)], outs[len(names):]
     for k, name in enumerate(names):
         if k in t_box or k in f_box:
@@ -188,6 +231,26 @@ def if_stmt(test, then_fn, else_fn, values, names, rebound, line, reads=frozense
         if i in t_kept & f_kept:
             outs[offset + i] = old
     return tuple(outs)
+
+
+def _fill_returned(names, seen, fill) -> bool:
+    """Marks the early-return value (``__tj_retval``) one branch leaves unassigned, when the
+    other assigns it, to be zeros of that type (read only where ``__tj_returned`` is set)."""
+    (t_box, *_, t_outs), (f_box, *_, f_outs) = seen
+    for k in t_box.keys() ^ f_box.keys():
+        if names[k] != autograph_rewrite.RETVAL:
+            return False
+        fill[k] = f_outs[k] if k in t_box else t_outs[k]
+    return bool(fill)
+
+
+def _zeros_like(value):
+    from . import tree
+    from .core import type_of
+    import tracejit.numpy as tnp
+    leaves, treedef = tree.flatten(value)
+    return tree.unflatten(treedef, [tnp.zeros(type_of(x).shape, type_of(x).dtype)
+                                    for x in leaves])
 
 
 def if_return(test, then_fn, else_fn, values, names, rebound, line, reads=frozenset()):
@@ -240,12 +303,120 @@ def while_stmt(test_fn, body_fn, values, names, rebound, line, reads=frozenset()
         if not test:
             return values
         values = tuple(body_fn(*values))
+    return _while_traced(test_fn, body_fn, values, names, rebound, line, reads, "while")
+
+
+def for_stmt(iterable, test_fn, body_fn, values, names, rebound, line, reads=frozenset()):
+    """A converted ``for``: ``body_fn(item, *values)`` per item while ``test_fn`` (the loop's
+    "not broken" flag, None without ``break``) holds. Over a concrete range or sequence it is
+    Python's loop (unrolled, as unconverted code); from the first iteration whose flag is
+    traced, or over a range with a traced bound, a ``tracejit.while_loop`` with the index
+    carried (the remaining items of a sequence taken by a traced index)."""
+    values = tuple(values)
+    if isinstance(iterable, TracedRange):
+        return _for_traced(iterable, 0, test_fn, body_fn, values, names, rebound, line, reads)
+    indexable = isinstance(iterable, (range, list, tuple, np.ndarray, Tracer))
+    for k, item in enumerate(iterable):
+        if test_fn is not None:
+            test = test_fn(*values)
+            if _is_traced_bool(test):
+                if not indexable:
+                    raise _error(f"a `break` in a `for` loop over a {type(iterable).__name__} "
+                                 f"depends on a traced value; loop over range(len(...)) or an "
+                                 f"array instead", line)
+                return _for_traced(iterable, k, test_fn, body_fn, values, names, rebound,
+                                   line, reads)
+            if not test:
+                break
+        values = tuple(body_fn(item, *values))
+    return values
+
+
+class TracedRange:
+    """``range(start, stop, step)`` with a traced start or stop (a concrete nonzero step)."""
+
+    def __init__(self, *args):
+        import tracejit.numpy as tnp
+        if not 1 <= len(args) <= 3:
+            raise TypeError(f"range expected 1 to 3 arguments, got {len(args)}")
+        start, stop, step = (0, args[0], 1) if len(args) == 1 else (tuple(args) + (1,))[:3]
+        for b in (start, stop, step):
+            if np.dtype(getattr(b, "dtype", type(b))).kind not in "biu":
+                raise TypeError(f"range() of a {type(b).__name__} of dtype "
+                                f"{np.dtype(getattr(b, 'dtype', type(b)))}: its bounds must be "
+                                f"integers")
+        if isinstance(step, Tracer):
+            if step.known(need=True) is None:
+                raise _error("range() with a traced step: the direction of the loop would be "
+                             "known only at run time; give a concrete step", "range")
+            step = int(step.known(need=True))
+        if step == 0:
+            raise ValueError("range() arg 3 must not be zero")
+        self.start, self.stop = tnp.asarray(start, np.int64), tnp.asarray(stop, np.int64)
+        self.step = step
+
+    def __len__(self):
+        raise _error("len() of a range with a traced bound", "range")
+
+    def length(self):
+        import tracejit.numpy as tnp
+        s = self.step
+        return tnp.maximum((self.stop - self.start + (s - 1 if s > 0 else s + 1)) // s, 0)
+
+    def __getitem__(self, i):
+        return self.start + i * self.step
+
+
+def range_(fn, *args):
+    """``range(*args)``; a :class:`TracedRange` when ``fn`` is the builtin and a bound is traced
+    (``for i in range(n)`` with a traced ``n`` becomes a while_loop)."""
+    if fn is range and any(isinstance(a, Tracer) and a.known(need=True) is None for a in args):
+        return TracedRange(*args)
+    return fn(*args)
+
+
+def _for_traced(seq, k0, test_fn, body_fn, values, names, rebound, line, reads):
+    """Items ``k0, k0 + 1, ...`` of ``seq`` through a while_loop carrying the index."""
+    import tracejit.numpy as tnp
+    if isinstance(seq, TracedRange):
+        n = seq.length()
+    else:
+        n = len(seq)
+        if isinstance(seq, (list, tuple)):
+            items = [tnp.asarray(v) for v in seq]
+            if len({(v.shape, v.dtype) for v in items}) != 1:
+                raise _error(f"a `break` in a `for` loop over a {type(seq).__name__} of items "
+                             f"with different shapes or dtypes depends on a traced value; loop "
+                             f"over range(len(...)) instead", line)
+            seq = tnp.stack(items)
+        elif not isinstance(seq, range):
+            seq = tnp.asarray(seq)
+    index = len(names)
+
+    def test(*vals):
+        more = vals[index] < n
+        return more if test_fn is None else and_(lambda: more, lambda: test_fn(*vals[:index]))
+
+    def body(*vals):
+        i = vals[index]
+        item = seq.start + i * seq.step if isinstance(seq, range) else seq[i]
+        return tuple(body_fn(item, *vals[:index])) + (i + 1,)
+
+    out = _while_traced(test, body, values + (np.int64(k0),), names + ("<loop index>",),
+                        rebound, line, reads, "for")
+    return out[:index]
+
+
+def _while_traced(test_fn, body_fn, values, names, rebound, line, reads, what):
+    """The loop from here on as a ``tracejit.while_loop`` of the variables it assigns (and the
+    arrays it reads, which a call may write into)."""
     from .control import while_loop
+    values = _placeholders(body_fn, values, names, reads)
     carried = _carried(values, names, reads)
     for i, v in enumerate(values):
         if not isinstance(v, Undefined) and i not in carried and names[i] not in reads:
             raise _error(f"variable {names[i]!r} ({type(values[i]).__name__}) is changed by a "
-                         f"`while` loop on a traced value; loop variables must be arrays or "
+                         f"`{what}` loop on a traced value; loop variables must be arrays or "
                          f"numbers", line)
 
     def full(vals):
@@ -255,7 +426,7 @@ def while_stmt(test_fn, body_fn, values, names, rebound, line, reads=frozenset()
         return out
 
     def cond_fun(vals):
-        return _pred(test_fn(*full(vals)), "while")
+        return _pred(test_fn(*full(vals)), what)
 
     wrote = set()
 
@@ -266,13 +437,14 @@ def while_stmt(test_fn, body_fn, values, names, rebound, line, reads=frozenset()
                      if start[k] is not None and vals[k].irvar is not start[k])
         for k, i in enumerate(carried):
             if isinstance(outs[i], Undefined):
-                raise _error(f"variable {names[i]!r} is deleted in a `while` loop on a traced "
+                raise _error(f"variable {names[i]!r} is deleted in a `{what}` loop on a traced "
                              f"value", line)
             if start[k] is not None and vals[k].irvar is not start[k] and \
                     outs[i] is not vals[k]:
                 raise _error(f"array {names[i]!r} is written into and then rebound in a "
-                             f"`while` loop on a traced value; write into a copy, or do not "
+                             f"`{what}` loop on a traced value; write into a copy, or do not "
                              f"rebind it", line)
+            _check_carry(names[i], vals[k], outs[i], what, line)
         return tuple(outs[i] for i in carried)
 
     import tracejit.numpy as tnp
@@ -282,7 +454,62 @@ def while_stmt(test_fn, body_fn, values, names, rebound, line, reads=frozenset()
     for k, i in enumerate(carried):
         if names[i] in reads and i not in wrote:
             res[k] = values[i]                   # only read: the same array
-    return _settle(values, full(res), names, rebound)
+    why = (f"is first assigned inside the `{what}` loop at {line}, which became a while_loop "
+           f"(it runs on traced values, maybe zero times), so it is unassigned after the loop; "
+           f"assign it before the loop")
+    return tuple(Undefined(v.name, why) if isinstance(v, Undefined) else v
+                 for v in _settle(values, full(res), names, rebound))
+
+
+def _check_carry(name, old, new, what, line):
+    """A loop variable keeps its structure, shape and dtype from one iteration to the next."""
+    from . import tree
+    from .core import type_of
+    (a, ta), (b, tb) = tree.flatten(old), tree.flatten(new)
+    types = [(type_of(x), type_of(y)) for x, y in zip(a, b)]
+    if ta == tb and all(t.shape == u.shape and (t.dtype == u.dtype or u.weak and
+                        np.can_cast(u.dtype, t.dtype, "same_kind")) for t, u in types):
+        return
+    if ta != tb:
+        change = f"its structure from {ta} to {tb}"
+    else:
+        t, u = next((t, u) for t, u in types if t.shape != u.shape or t.dtype != u.dtype)
+        change = f"from {t.dtype}{list(t.shape)} to {u.dtype}{list(u.shape)}"
+    raise _error(f"variable {name!r} changes {change} in an iteration of the `{what}` loop "
+                 f"on a traced value (a while_loop): a loop variable keeps its shape and dtype; "
+                 f"give it its final dtype and shape before the loop (0.0 rather than 0, a "
+                 f"preallocated array written into rather than one that grows)", line)
+
+
+def _placeholders(body_fn, values, names, reads):
+    """The value an early ``return`` inside the loop stores (``__tj_retval``), unassigned
+    before it, as zeros of the type the body gives it: the loop carries it, and it is read only
+    when ``__tj_returned`` is set, i.e. after the body assigned it (the type is found by
+    tracing the body once more, aside)."""
+    from . import tree
+    from .core import make_graph, type_of
+    from .ir import Type
+    todo = [i for i, n in enumerate(names) if n == autograph_rewrite.RETVAL and
+            isinstance(values[i], Undefined)]
+    if not todo:
+        return values
+    carried = _carried(values, names, reads)
+    leaves, treedef = tree.flatten(tuple(values[i] for i in carried))
+    found = []
+
+    def probe(*flat):
+        full = list(values)
+        for i, v in zip(carried, tree.unflatten(treedef, list(flat))):
+            full[i] = v
+        out = body_fn(*full)[todo[0]]
+        if not isinstance(out, Undefined) and _traceable(out):
+            found.append(out)
+        return []
+
+    make_graph(probe, [Type(type_of(x).dtype, type_of(x).shape) for x in leaves])
+    if not found:
+        return values
+    return tuple(_zeros_like(found[0]) if i == todo[0] else v for i, v in enumerate(values))
 
 
 def ifexp(test, then_fn, else_fn):

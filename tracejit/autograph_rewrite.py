@@ -194,6 +194,134 @@ def _fold_returns(stmts):
     return stmts
 
 
+# --- break, continue and return inside loops, as flags -----------------------------------------
+
+RETURNED, RETVAL = "__tj_returned", "__tj_retval"
+_KEEP_AS_WRITTEN = (ast.Try, ast.TryStar, ast.Match, ast.Yield, ast.YieldFrom, ast.Global,
+                    ast.Nonlocal, ast.Await, ast.AsyncFor, ast.AsyncWith)
+
+
+def _flag(name, value, where):
+    return ast.copy_location(ast.Assign([ast.Name(name, ast.Store())], ast.Constant(value)),
+                             where)
+
+
+def _none_set(flags, where):
+    """``not (f1 or f2 ...)`` (built after conversion would have run: calls __tj.not_/or_)."""
+    names = [ast.Name(f, ast.Load()) for f in flags]
+    test = names[0] if len(names) == 1 else ast.BoolOp(ast.Or(), names)
+    return ast.copy_location(ast.UnaryOp(ast.Not(), test), where)
+
+
+def lower_exits(stmts, fresh, level="function"):
+    """``break``/``continue`` of loops and ``return`` inside loops become flag variables, so
+    that the loops (and the ifs around the exits) can be converted: ``break`` sets the loop's
+    break flag, which its test checks (``while not brk and test``; a ``for`` stops before its
+    next item); ``continue`` sets a flag cleared at the top of the body; the statements after
+    one that may set a flag run under ``if not flag``; ``return v`` inside a loop stores v in
+    ``__tj_retval``, sets ``__tj_returned`` and breaks out of every enclosing loop, and the
+    function returns it after the outermost one. Loops containing try/match/yield/await/
+    global/nonlocal stay as written (with the loops around them, when they return).
+    ``level``: "function", "loop" (inside a lowered loop) or "kept" (inside one kept)."""
+    out = []
+    for st in stmts:
+        inner = level if not isinstance(st, (ast.For, ast.While)) else \
+            "loop" if level != "kept" and _lowerable(st) else "kept"
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(st, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                setattr(st, field, lower_exits(block, fresh, level if field != "body" or not
+                                               isinstance(st, (ast.For, ast.While)) else inner))
+        for handler in getattr(st, "handlers", ()):
+            handler.body = lower_exits(handler.body, fresh, level)
+        if inner == "loop" and isinstance(st, (ast.For, ast.While)):
+            out.extend(_lower_loop(st, fresh, level))
+        else:
+            out.append(st)
+    return out
+
+
+def _lowerable(loop) -> bool:
+    return not any(isinstance(sub, _KEEP_AS_WRITTEN) for n in loop.body
+                   for sub in _walk_scope(n, False))
+
+
+def _lower_loop(loop, fresh, level):
+    exits = [n for st in loop.body for n in _walk_scope(st, True)
+             if isinstance(n, (ast.Break, ast.Continue, ast.Return))]
+    if not exits:
+        return [loop]
+    returns = any(isinstance(n, ast.Return) for n in exits)
+    brk = fresh("break") if returns or any(isinstance(n, ast.Break) for n in exits) else None
+    cont = fresh("continue") if any(isinstance(n, ast.Continue) for n in exits) else None
+    flags = [f for f in (brk, cont) if f]
+    loop.body = _guard(_replace_exits(loop.body, brk, cont), flags)
+    if cont:
+        loop.body.insert(0, _flag(cont, False, loop.body[0]))
+    before, after = [], []
+    if brk:
+        before.append(_flag(brk, False, loop))
+        if isinstance(loop, ast.While):
+            loop.test = ast.copy_location(ast.BoolOp(ast.And(), [
+                _none_set([brk], loop.test), loop.test]), loop.test)
+        else:
+            loop.tj_break = brk                  # read by _Converter.visit_For
+    if loop.orelse:
+        after = [ast.copy_location(ast.If(_none_set([brk], loop), loop.orelse, []), loop)] \
+            if brk else loop.orelse
+        loop.orelse = []
+    if returns:
+        leave = ast.Break() if level == "loop" else ast.Return(ast.Name(RETVAL, ast.Load()))
+        after.append(ast.copy_location(ast.If(ast.Name(RETURNED, ast.Load()),
+                                              [ast.copy_location(leave, loop)], []), loop))
+    return before + [loop] + after
+
+
+def _replace_exits(stmts, brk, cont):
+    """The loop's own break/continue and every return in it (not in nested loops, which were
+    lowered first) as flag assignments."""
+    out = []
+    for st in stmts:
+        if isinstance(st, ast.Break):
+            out.append(_flag(brk, True, st))
+        elif isinstance(st, ast.Continue):
+            out.append(_flag(cont, True, st))
+        elif isinstance(st, ast.Return):
+            value = st.value if st.value is not None else ast.Constant(None)
+            out += [ast.copy_location(ast.Assign([ast.Name(RETVAL, ast.Store())], value), st),
+                    _flag(RETURNED, True, st), _flag(brk, True, st)]
+        else:
+            if isinstance(st, (ast.If, ast.With)):
+                st.body = _replace_exits(st.body, brk, cont)
+            if isinstance(st, ast.If):
+                st.orelse = _replace_exits(st.orelse, brk, cont)
+            out.append(st)
+    return out
+
+
+def _sets_flag(st, flags) -> bool:
+    return any(isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) and
+               n.targets[0].id in flags and isinstance(n.value, ast.Constant) and
+               n.value.value is True for n in _walk_scope(st, False))
+
+
+def _guard(stmts, flags):
+    """The statements after one that may set a flag run under ``if not (flags)``."""
+    out = []
+    for i, st in enumerate(stmts):
+        if isinstance(st, (ast.If, ast.With)):
+            st.body = _guard(st.body, flags)
+        if isinstance(st, ast.If):
+            st.orelse = _guard(st.orelse, flags)
+        out.append(st)
+        rest = stmts[i + 1:]
+        if rest and _sets_flag(st, flags):
+            out.append(ast.copy_location(ast.If(_none_set(flags, rest[0]),
+                                                _guard(rest, flags), []), rest[0]))
+            break
+    return out
+
+
 def _base_name(t):
     while isinstance(t, (ast.Subscript, ast.Attribute)):
         if isinstance(t, ast.Attribute):
@@ -242,7 +370,11 @@ class _Converter(ast.NodeTransformer):
         return ast.copy_location(assign, node)
 
     def visit_FunctionDef(self, node):
-        node.body = _fold_returns(node.body)
+        body = lower_exits(node.body, self._fresh)
+        if any(isinstance(n, ast.Name) and n.id == RETURNED for st in body
+               for n in _walk_scope(st, False)):
+            body.insert(0, _flag(RETURNED, False, body[0]))
+        node.body = _fold_returns(body)
         a = node.args
         params = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs] + \
             [x.arg for x in (a.vararg, a.kwarg) if x is not None]
@@ -284,7 +416,7 @@ class _Converter(ast.NodeTransformer):
         return [self._def(t, names, node.body + [self._result(names)], node),
                 self._def(f, names, node.orelse + [self._result(names)], node),
                 self._statement(node, "if_stmt", [t, f], names, rebound, [node.test],
-                                reads=reads)]
+                                reads=reads)] + self._unbind(names, node)
 
     def _if_return(self, node, names, rebound, reads):
         """``if t: A; return a`` / ``else: B; return b`` as ``return __tj.if_return(...)``."""
@@ -310,7 +442,48 @@ class _Converter(ast.NodeTransformer):
         c, b = self._fresh("test"), self._fresh("body")
         return [self._def(c, names, [ast.Return(node.test)], node),
                 self._def(b, names, node.body + [self._result(names)], node),
-                self._statement(node, "while_stmt", [c, b], names, rebound, reads=reads)]
+                self._statement(node, "while_stmt", [c, b], names, rebound, reads=reads)] + \
+            self._unbind(names, node)
+
+    def visit_For(self, node):
+        """``for target in iterable`` over ``range(...)`` (whose bounds may be traced) or with
+        a ``break`` (lowered to a flag): ``__tj.for_stmt`` with a body function taking the
+        item; other for loops run as written (unrolled, their ifs converted)."""
+        brk = getattr(node, "tj_break", None)
+        it = node.iter
+        is_range = isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and \
+            it.func.id == "range" and not it.keywords and \
+            not any(isinstance(a, ast.Starred) for a in it.args)
+        if node.orelse or _has_exit(node.body) or not (brk or is_range):
+            self.generic_visit(node)
+            return node
+        item = ast.Assign([node.target], ast.Name("__tj_item", ast.Load()))
+        names, rebound, reads = self._analyse([item] + node.body)
+        self.generic_visit(node)
+        item = ast.copy_location(ast.Assign([node.target], ast.Name("__tj_item", ast.Load())),
+                                 node)
+        if is_range:                             # (visit_Call made it __tj.call(range, ...))
+            node.iter = ast.copy_location(ast.Call(_tj("range_"), node.iter.args, []), it)
+        b = self._fresh("body")
+        defs = [self._def(b, ["__tj_item"] + names, [item] + node.body +
+                          [self._result(names)], node)]
+        test = ast.Constant(None)
+        if brk:
+            t = self._fresh("test")
+            defs.append(self._def(t, names, [ast.Return(ast.Call(
+                _tj("not_"), [ast.Name(brk, ast.Load())], []))], node))
+            test = ast.Name(t, ast.Load())
+        return defs + [self._statement(node, "for_stmt", [b], names, rebound,
+                                       [node.iter, test], reads=reads)] + \
+            self._unbind(names, node)
+
+    def _unbind(self, names, node):
+        """``if __tj.unbound(v): del v`` for each variable: one the construct left unassigned
+        (a branch not taken, a loop that ran zero times) is unbound again, as in Python."""
+        return [ast.copy_location(ast.If(ast.Call(_tj("unbound"), [ast.Name(n, ast.Load())],
+                                                  []),
+                                         [ast.Delete([ast.Name(n, ast.Del())])], []), node)
+                for n in names if not n.startswith("__tj")]
 
     def visit_IfExp(self, node):
         self.generic_visit(node)
