@@ -51,7 +51,10 @@ KNOWN_FRONT_END_CIRCLES = frozenset(
      # issue 18's callbacks and odeint: imported by the package root and importing core,
      # they close the circle through backend/engine/jit.py -> tracejit (__version__, see
      # UPWARD_EXCEPTIONS); moving the version to a module of its own takes them out
-     "tracejit.callback", "tracejit.debug", "tracejit.ops.callback", "tracejit.ode"]
+     "tracejit.callback", "tracejit.debug", "tracejit.ops.callback", "tracejit.ode",
+     # autograph's statement helpers, split off autograph.py (issue 18): they call control's
+     # cond/while_loop and tracejit.numpy, as autograph did (autograph_rewrite is outside)
+     "tracejit.autograph_control"]
     + [f"tracejit.numpy{m}" for m in (
         "", "._base", ".counting", ".creation", ".dispatch", ".einsum", ".extra", ".factor",
         ".fft", ".floatfns", ".indexing", ".intercept", ".intrange", ".linalg", ".logic",
