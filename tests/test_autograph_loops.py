@@ -87,6 +87,42 @@ def partial_sums(a):
     return s
 
 
+def nested_return(x):
+    for i in range(4):
+        for j in range(3):
+            x = x + 0.25
+            if x.sum() > 5:
+                return x * (i + 1), j        # leaves both loops
+    return x, -1
+
+
+def else_clauses(x):
+    n = 0
+    while n < 5:
+        n += 1
+        x = x * 1.5
+        if x[0] > 2:
+            break
+    else:
+        x = -x
+    for v in [1.0, 2.0, 3.0]:
+        x = x + v
+        if x[1] > 4:
+            break
+    else:
+        x = x * 10
+    return x, n
+
+
+def enumerated(x):
+    s = x[0] * 0
+    for k, v in enumerate([1.0, 2.0, 3.0, 4.0]):    # items taken by a traced index
+        s = s + v * x[0]
+        if s > 3:
+            break
+    return s, k
+
+
 @pytest.fixture(scope="module")
 def rng():
     return np.random.default_rng(18)
@@ -263,3 +299,11 @@ def test_what_cannot_be_converted_names_the_variable_and_the_line():
 
     with pytest.raises(ConcretizationError, match="list 'out' is changed in place"):
         tj.trace(appends)(np.ones(2), np.int64(3))
+
+
+@pytest.mark.parametrize("f", [nested_return, else_clauses, enumerated])
+def test_nested_loops_else_clauses_and_enumerate_agree_with_python(f, rng):
+    for x in rng.uniform(0.05, 3, size=(5, 2)):
+        got, want = tj.trace(f)(x), f(x.copy())
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)

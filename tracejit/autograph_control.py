@@ -14,9 +14,11 @@ loop is the caller's object afterwards, as in NumPy.
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
-from . import autograph_rewrite
+from . import autograph_rewrite, tree
 from .core import Tracer
 from .errors import ConcretizationError
 
@@ -50,7 +52,6 @@ def pred_of(test, what):
 
 
 def _traceable(x) -> bool:
-    from . import tree
     leaves = tree.flatten(x)[0]
     return all(isinstance(v, (Tracer, np.ndarray, np.generic, bool, int, float, complex))
                for v in leaves)
@@ -167,7 +168,6 @@ def _fill_returned(names, seen, fill) -> bool:
 
 
 def _zeros_like(value):
-    from . import tree
     from .core import type_of
     import tracejit.numpy as tnp
     leaves, treedef = tree.flatten(value)
@@ -181,7 +181,6 @@ def if_return(test, then_fn, else_fn, values, names, rebound, line, reads=frozen
     if not is_traced_bool(test):
         return (then_fn if test else else_fn)(*values)[0]
 
-    from . import tree
     same = []                        # per branch: returned leaf position -> variable position
 
     def ret(fn):
@@ -236,22 +235,59 @@ def for_stmt(iterable, test_fn, body_fn, values, names, rebound, line, reads=fro
     carried (the remaining items of a sequence taken by a traced index)."""
     values = tuple(values)
     if isinstance(iterable, TracedRange):
-        return _for_traced(iterable, 0, test_fn, body_fn, values, names, rebound, line, reads)
-    indexable = isinstance(iterable, (range, list, tuple, np.ndarray, Tracer))
-    for k, item in enumerate(iterable):
-        if test_fn is not None:
+        return _for_traced(iterable, test_fn, body_fn, values, names, rebound, line, reads)
+    items = iter(iterable)
+    for k in itertools.count():
+        if test_fn is not None:              # (checked before the next item is taken)
             test = test_fn(*values)
             if is_traced_bool(test):
-                if not indexable:
-                    raise _error(f"a `break` in a `for` loop over a {type(iterable).__name__} "
-                                 f"depends on a traced value; loop over range(len(...)) or an "
-                                 f"array instead", line)
-                return _for_traced(iterable, k, test_fn, body_fn, values, names, rebound,
-                                   line, reads)
+                rest = _rest(iterable, k, items, line)
+                return _for_traced(rest, test_fn, body_fn, values, names, rebound, line, reads)
             if not test:
                 break
+        try:
+            item = next(items)
+        except StopIteration:
+            break
         values = tuple(body_fn(item, *values))
     return values
+
+
+def _rest(iterable, k, items, line):
+    """The items not taken yet, as a range or an array (a list or an iterator's items stacked
+    leaf by leaf, when they have one structure, shape and dtype)."""
+    import tracejit.numpy as tnp
+    from .errors import ShapeError
+    if isinstance(iterable, range):
+        return iterable[k:]
+    if isinstance(iterable, (Tracer, np.ndarray)):
+        return _Stacked([iterable[k:]], tree.LEAF, len(iterable) - k)
+    rest = [tree.flatten(v) for v in items]
+    try:
+        if any(td != rest[0][1] or not _traceable(leaves) for leaves, td in rest):
+            raise ShapeError("items of different structures")
+        stacked = [tnp.stack([leaves[j] for leaves, _ in rest])
+                   for j in range(len(rest[0][0]))] if rest else []
+    except ShapeError:
+        raise _error(f"a `break` in a `for` loop over a {type(iterable).__name__} depends on a "
+                     f"traced value, so the loop became a while_loop taking the items by a traced "
+                     f"index, but they are not numbers or arrays of one structure, shape and "
+                     f"dtype; loop over range(len(...)) instead", line) from None
+    return _Stacked(stacked, rest[0][1] if rest else None, len(rest))
+
+
+class _Stacked:
+    """Items of one pytree structure, stacked leaf by leaf: ``seq[i]`` for a traced ``i``."""
+
+    def __init__(self, leaves, treedef, n):
+        self.leaves, self.treedef, self.n = leaves, treedef, n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        import tracejit.numpy as tnp
+        return tree.unflatten(self.treedef, [tnp.take(leaf, i, axis=0) for leaf in self.leaves])
 
 
 class TracedRange:
@@ -297,22 +333,13 @@ def range_(fn, *args):
     return fn(*args)
 
 
-def _for_traced(seq, k0, test_fn, body_fn, values, names, rebound, line, reads):
-    """Items ``k0, k0 + 1, ...`` of ``seq`` through a while_loop carrying the index."""
+def _for_traced(seq, test_fn, body_fn, values, names, rebound, line, reads):
+    """The items of ``seq`` (a range, an array or stacked items) through a while_loop carrying
+    the index."""
     import tracejit.numpy as tnp
-    if isinstance(seq, TracedRange):
-        n = seq.length()
-    else:
-        n = len(seq)
-        if isinstance(seq, (list, tuple)):
-            items = [tnp.asarray(v) for v in seq]
-            if len({(v.shape, v.dtype) for v in items}) != 1:
-                raise _error(f"a `break` in a `for` loop over a {type(seq).__name__} of items "
-                             f"with different shapes or dtypes depends on a traced value; loop "
-                             f"over range(len(...)) instead", line)
-            seq = tnp.stack(items)
-        elif not isinstance(seq, range):
-            seq = tnp.asarray(seq)
+    n = seq.length() if isinstance(seq, TracedRange) else len(seq)
+    if not isinstance(n, Tracer) and n == 0:
+        return values
     index = len(names)
 
     def test(*vals):
@@ -321,10 +348,10 @@ def _for_traced(seq, k0, test_fn, body_fn, values, names, rebound, line, reads):
 
     def body(*vals):
         i = vals[index]
-        item = seq.start + i * seq.step if isinstance(seq, range) else seq[i]
+        item = seq.start + i * seq.step if isinstance(seq, (range, TracedRange)) else seq[i]
         return tuple(body_fn(item, *vals[:index])) + (i + 1,)
 
-    out = _while_traced(test, body, values + (np.int64(k0),), names + ("<loop index>",),
+    out = _while_traced(test, body, values + (np.int64(0),), names + ("<loop index>",),
                         rebound, line, reads, "for")
     return out[:index]
 
@@ -370,12 +397,15 @@ def _while_traced(test_fn, body_fn, values, names, rebound, line, reads, what):
         return tuple(outs[i] for i in carried)
 
     import tracejit.numpy as tnp
-    init = tuple(values[i] if isinstance(values[i], Tracer) else tnp.asarray(values[i])
-                 for i in carried)
+    init = []
+    for i in carried:                            # (numbers as arrays; tuples leaf by leaf)
+        leaves, treedef = tree.flatten(values[i])
+        init.append(tree.unflatten(treedef, [v if isinstance(v, Tracer) else tnp.asarray(v)
+                                             for v in leaves]))
     sizes = {i: len(v) for i, v in enumerate(values)
              if names[i] in reads and isinstance(v, (list, dict, set))}
     try:
-        res = list(while_loop(cond_fun, body_fun, init))
+        res = list(while_loop(cond_fun, body_fun, tuple(init)))
     except ConcretizationError as e:
         if getattr(e, "tracejit_construct", False):
             raise
@@ -404,7 +434,6 @@ def _while_traced(test_fn, body_fn, values, names, rebound, line, reads, what):
 
 def _check_carry(name, old, new, what, line):
     """A loop variable keeps its structure, shape and dtype from one iteration to the next."""
-    from . import tree
     from .core import type_of
     (a, ta), (b, tb) = tree.flatten(old), tree.flatten(new)
     types = [(type_of(x), type_of(y)) for x, y in zip(a, b)]
@@ -430,7 +459,6 @@ def _placeholders(body_fn, values, names, reads):
     before it, as zeros of the type the body gives it: the loop carries it, and it is read only
     when ``__tj_returned`` is set, i.e. after the body assigned it (the type is found by
     tracing the body once more, aside)."""
-    from . import tree
     from .core import make_graph, type_of
     from .ir import Type
     todo = [i for i, n in enumerate(names) if n == autograph_rewrite.RETVAL and

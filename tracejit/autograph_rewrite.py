@@ -251,7 +251,9 @@ def _lower_loop(loop, fresh, level):
              if isinstance(n, (ast.Break, ast.Continue, ast.Return))]
     if not exits:
         return [loop]
-    returns = any(isinstance(n, ast.Return) for n in exits)
+    returns = any(isinstance(n, ast.Return) for n in exits) or any(   # (or in inner loops)
+        isinstance(n, ast.Name) and n.id == RETURNED for st in loop.body
+        for n in _walk_scope(st, False))
     brk = fresh("break") if returns or any(isinstance(n, ast.Break) for n in exits) else None
     cont = fresh("continue") if any(isinstance(n, ast.Continue) for n in exits) else None
     flags = [f for f in (brk, cont) if f]
