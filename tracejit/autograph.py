@@ -1,25 +1,40 @@
 """Python control flow on traced values, converted to graph control flow.
 
 A trace that fails because Python branched on a traced value (``if x.sum() > 0:``, ``while err >
-tol:``, ``a if c else b``, ``c1 and c2``, ``not c``) is traced again with the user's functions
-*converted*: their source is parsed once per code object and rewritten so that
+tol:``, ``for i in range(n)`` with a traced ``n``, ``a if c else b``, ``c1 and c2``, ``not c``)
+is traced again with the user's functions *converted*: their source is parsed once per code
+object and rewritten (autograph_rewrite.py) so that
 
 - ``if t: A else: B`` becomes two local functions of the variables the branches assign, run
   through :func:`if_stmt`: a concrete test runs one branch as Python does; a traced one becomes
-  ``tracejit.cond`` (both branches traced, one runs);
+  ``tracejit.cond`` (both branches traced, one runs); branches that ``return`` give
+  :func:`if_return`, and both must return the same structure, shapes and dtypes;
 - ``while t: A`` becomes a test and a body function of the variables the body assigns, run through
   :func:`while_stmt`: a concrete test loops in Python (unrolled, as before), a traced one becomes
   ``tracejit.while_loop`` from the iteration where the test first depends on traced data;
+- ``for x in range(...)`` and every ``for`` with a ``break`` run through :func:`for_stmt`: over a
+  concrete range or sequence (a list, an iterator, a traced array's rows) the loop unrolls as
+  before; a range with a traced bound, or a ``break`` whose condition becomes traced, gives a
+  ``while_loop`` carrying the index (the remaining items taken by a traced index). Other ``for``
+  loops run as written (their ifs converted);
+- ``break``, ``continue`` and ``return`` inside loops become flags first (``while not broken
+  and t``; the statements after one run under ``if not flag``; a return stores its value,
+  carried by the loops as zeros until set, and the function returns it after them);
 - ``a if t else b``, ``and``, ``or``, ``not`` take the traced forms (cond, logical_and/or/not)
   only for traced operands, Python's otherwise;
 - calls of other user functions go through :func:`call`, which converts them too (library code:
   NumPy, SciPy, tracejit, the standard library, site-packages, is called as is).
 
-Statements with ``break``, ``continue``, ``return``, ``yield`` or ``global``/``nonlocal`` inside
-the converted construct are left as written (a traced test there still raises the
-ConcretizationError naming the line). Arrays a branch writes into (``x[i] = v``, ``x += v``) are
-written into the caller's array after the ``cond``, as NumPy would have. Converted code runs only
-while tracing; ``config.autograph = False`` turns conversion off.
+Variables follow Python: a loop variable ends with the last item (unchanged when the loop ran
+zero times); a variable first assigned inside a loop that became a while_loop, or in an ``if``
+branch not taken, is unassigned after it (the converted code deletes it: using it raises
+UnboundLocalError saying why). A loop variable keeps its structure, shape and dtype across a
+traced loop (else a ConcretizationError names it and the line), and errors raised inside a
+converted loop name it. Loops containing ``try``, ``match``, ``yield``, ``await`` or
+``global``/``nonlocal`` are left as written (a traced test there still raises the
+ConcretizationError naming the line). Arrays a branch or loop writes into (``x[i] = v``,
+``x += v``) are written into the caller's array after the ``cond``/``while_loop``, as NumPy would
+have. Converted code runs only while tracing; ``config.autograph = False`` turns conversion off.
 """
 from __future__ import annotations
 
