@@ -36,10 +36,10 @@ def newton_sqrt(a):
     """sqrt(a) by Newton's method, returning from inside the loop once a step is tiny."""
     x = a
     for _ in range(100):
-        step = (x * x - a) / (2 * x)
-        x = x - step
-        if np.abs(step) < 1e-15 * x:
-            return x
+        x_next = 0.5 * (x + a / x)
+        if np.abs(x_next - x) <= 1e-15 * x:
+            return x_next
+        x = x_next
     return x
 
 

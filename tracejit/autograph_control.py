@@ -446,8 +446,9 @@ def _check_carry(name, old, new, what, line):
         t, u = next((t, u) for t, u in types if t.shape != u.shape or t.dtype != u.dtype)
         change = f"from {t.dtype}{list(t.shape)} to {u.dtype}{list(u.shape)}"
         if t.shape == u.shape and t.dtype.kind == u.dtype.kind == "f":
-            change += (" (the index of a `for` loop that became a while_loop is a traced int64, "
-                       "which NumPy's rules widen float32 with: convert it, np.asarray(i, x.dtype))")
+            change += (" (the index of a `for` loop that became a while_loop is a traced "
+                       "int64, which NumPy's rules widen float32 with: convert it, "
+                       "np.asarray(i, x.dtype))")
     raise _error(f"variable {name!r} changes {change} in an iteration of the `{what}` loop "
                  f"on a traced value (a while_loop): a loop variable keeps its shape and dtype; "
                  f"give it its final dtype and shape before the loop (0.0 rather than 0, a "
