@@ -32,6 +32,20 @@ class Undefined:
     def __repr__(self):
         return f"<undefined variable {self.name!r}>"
 
+    def _used(self, *args, **kwargs):
+        raise UnboundLocalError(f"variable {self.name!r} is used before it is assigned"
+                                + (f": {self.name!r} {self.why}" if self.why else ""))
+
+
+# a value read before its assignment (inside a converted construct, which got it as an argument
+# instead of the unbound name): any use raises UnboundLocalError, as the name would
+for _op in ("bool", "len", "iter", "getitem", "setitem", "call", "float", "int", "index",
+            "array", "neg", "pos", "abs", "invert", "array_ufunc", "array_function") + tuple(
+        p + op for op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul",
+                          "and", "or", "xor", "lshift", "rshift") for p in ("", "r", "i")) + \
+        ("lt", "le", "gt", "ge"):
+    setattr(Undefined, f"__{_op}__", Undefined._used)
+
 
 def is_traced_bool(x) -> bool:
     """Whether ``x`` is a traced value whose truth is known only at run time."""
@@ -362,6 +376,10 @@ def _while_traced(test_fn, body_fn, values, names, rebound, line, reads, what):
     from .control import while_loop
     values = _placeholders(body_fn, values, names, reads)
     carried = _carried(values, names, reads)
+    values = tuple(Undefined(v.name, f"(in the `{what}` loop at {line}, which became a "
+                             f"while_loop: a value one iteration leaves for the next must be "
+                             f"assigned before the loop)") if isinstance(v, Undefined) else v
+                   for v in values)
     for i, v in enumerate(values):
         if not isinstance(v, Undefined) and i not in carried and names[i] not in reads:
             raise _error(f"variable {names[i]!r} ({type(values[i]).__name__}) is changed by a "
