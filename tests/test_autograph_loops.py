@@ -152,6 +152,9 @@ def test_newton_and_bisection_with_break(backend, rng):
     assert [tj.grad(bisect_cbrt)(v) for v in a] == [0.0] * 3
     with autograph.enabled(), using_backend(backend):
         check_grads(newton_sqrt, (a[0],), order=2, modes=("fwd", "rev"))
+        # per-lane trip counts, differentiated
+        np.testing.assert_allclose(tj.vmap(tj.grad(newton_sqrt))(a), 0.5 / np.sqrt(a),
+                                   rtol=1e-12)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -189,8 +192,13 @@ def test_range_with_a_traced_bound_and_the_loop_variable_after_it(backend):
     assert f.cache_info().traces == 1
     assert "while[" in str(f.ir(1.5, np.int64(3)))
     g = tj.trace(lambda x, n: count_down(x, n)[0], backend=backend)
+    ns = np.array([5, 0, 8, -1], np.int64)
     with using_backend(backend):
         np.testing.assert_allclose(tj.grad(g)(1.5, np.int64(5)), 0.5 ** 3)
+        got = tj.vmap(count_down, in_axes=(None, 0))(1.5, ns)   # a bound per lane
+    want = [count_down(1.5, int(n)) for n in ns]
+    np.testing.assert_array_equal(got[0], [w[0] for w in want])
+    np.testing.assert_array_equal(got[1], [w[1] for w in want])
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -327,9 +327,6 @@ class TracedRange:
         self.start, self.stop = tnp.asarray(start, np.int64), tnp.asarray(stop, np.int64)
         self.step = step
 
-    def __len__(self):
-        raise _error("len() of a range with a traced bound", "range")
-
     def length(self):
         import tracejit.numpy as tnp
         s, span = self.step, self.stop - self.start
