@@ -277,17 +277,19 @@ def _rest(iterable, k, items, line):
     if isinstance(iterable, (Tracer, np.ndarray)):
         return _Stacked([iterable[k:]], tree.LEAF, len(iterable) - k)
     rest = [tree.flatten(v) for v in items]
+    if not rest:
+        return range(0)
+    treedef = rest[0][1]
     try:
-        if any(td != rest[0][1] or not _traceable(leaves) for leaves, td in rest):
-            raise ShapeError("items of different structures")
-        stacked = [tnp.stack([leaves[j] for leaves, _ in rest])
-                   for j in range(len(rest[0][0]))] if rest else []
+        if all(td == treedef and _traceable(leaves) for leaves, td in rest):
+            return _Stacked([tnp.stack([leaves[j] for leaves, _ in rest])
+                             for j in range(len(rest[0][0]))], treedef, len(rest))
     except ShapeError:
-        raise _error(f"a `break` in a `for` loop over a {type(iterable).__name__} depends on a "
-                     f"traced value, so the loop became a while_loop taking the items by a traced "
-                     f"index, but they are not numbers or arrays of one structure, shape and "
-                     f"dtype; loop over range(len(...)) instead", line) from None
-    return _Stacked(stacked, rest[0][1] if rest else None, len(rest))
+        pass                                     # (leaves of different shapes)
+    raise _error(f"a `break` in a `for` loop over a {type(iterable).__name__} depends on a "
+                 f"traced value, so the loop became a while_loop taking the items by a traced "
+                 f"index, but they are not numbers or arrays of one structure, shape and "
+                 f"dtype; loop over range(len(...)) instead", line)
 
 
 class _Stacked:
@@ -319,8 +321,9 @@ class TracedRange:
                                 f"integers")
         if isinstance(step, Tracer):
             if step.known(need=True) is None:
-                raise _error("range() with a traced step: the direction of the loop would be "
-                             "known only at run time; give a concrete step", "range")
+                raise ConcretizationError("range() with a traced step: the direction of "
+                                          "the loop would be known only at run time; give a "
+                                          "concrete step")
             step = int(step.known(need=True))
         if step == 0:
             raise ValueError("range() arg 3 must not be zero")
