@@ -123,6 +123,20 @@ def enumerated(x):
     return s, k
 
 
+def inner_function(x):
+    for i in range(3):
+        def g(v):                            # its loop and return are its own
+            for j in range(4):
+                if v.sum() > 4:
+                    return v
+                v = v * 2
+            return -v
+        x = g(x) + 1
+        if x.sum() > 20:
+            break
+    return x
+
+
 @pytest.fixture(scope="module")
 def rng():
     return np.random.default_rng(18)
@@ -309,9 +323,11 @@ def test_what_cannot_be_converted_names_the_variable_and_the_line():
         tj.trace(appends)(np.ones(2), np.int64(3))
 
 
-@pytest.mark.parametrize("f", [nested_return, else_clauses, enumerated])
+@pytest.mark.parametrize("f", [nested_return, else_clauses, enumerated, inner_function])
 def test_nested_loops_else_clauses_and_enumerate_agree_with_python(f, rng):
     for x in rng.uniform(0.05, 3, size=(5, 2)):
         got, want = tj.trace(f)(x), f(x.copy())
+        if not isinstance(want, tuple):
+            got, want = (got,), (want,)
         for g, w in zip(got, want):
             np.testing.assert_array_equal(g, w)

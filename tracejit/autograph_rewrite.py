@@ -225,6 +225,9 @@ def lower_exits(stmts, fresh, level="function"):
     ``level``: "function", "loop" (inside a lowered loop) or "kept" (inside one kept)."""
     out = []
     for st in stmts:
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.append(st)                       # (a scope of its own: lowered when visited)
+            continue
         inner = level if not isinstance(st, (ast.For, ast.While)) else \
             "loop" if level != "kept" and _lowerable(st) else "kept"
         for field in ("body", "orelse", "finalbody"):
@@ -249,8 +252,9 @@ def _lowerable(loop) -> bool:
 def _lower_loop(loop, fresh, level):
     exits = [n for st in loop.body for n in _walk_scope(st, True)
              if isinstance(n, (ast.Break, ast.Continue, ast.Return))]
-    if not exits:
-        return [loop]
+    if not exits:                                # (an else clause always runs)
+        after, loop.orelse = loop.orelse, []
+        return [loop] + after
     returns = any(isinstance(n, ast.Return) for n in exits) or any(   # (or in inner loops)
         isinstance(n, ast.Name) and n.id == RETURNED for st in loop.body
         for n in _walk_scope(st, False))
