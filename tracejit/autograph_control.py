@@ -33,8 +33,10 @@ class Undefined:
         return f"<undefined variable {self.name!r}>"
 
     def _used(self, *args, **kwargs):
-        raise UnboundLocalError(f"variable {self.name!r} is used before it is assigned"
-                                + (f": {self.name!r} {self.why}" if self.why else ""))
+        e = UnboundLocalError(f"variable {self.name!r} is used before it is assigned"
+                              + (f": {self.name!r} {self.why}" if self.why else ""))
+        e.tracejit_explained = True              # (autograph.call adds nothing to it)
+        raise e
 
 
 # a value read before its assignment (inside a converted construct, which got it as an argument
