@@ -152,9 +152,10 @@ class Tracer:
                 "Python control flow on a traced value (if/while/and/or/bool())",
                 "Use tracejit.numpy.where(cond, a, b) for a select, tracejit.cond / "
                 "tracejit.while_loop for branches and loops, or mark the argument static "
-                "with static_argnums / static_argnames. (tracejit converts if/while statements "
-                "on traced values by itself, but not those containing break, continue or "
-                "return, nor code whose source it cannot read.)"))
+                "with static_argnums / static_argnames. (tracejit converts if/while/for statements "
+                "on traced values by itself, break/continue/return included, but not loops "
+                "containing try, yield, global or nonlocal, nor code whose source it cannot "
+                "read.)"))
         except ConcretizationError as e:
             e.control_flow = True          # api.Traced traces again with it converted
             raise
@@ -171,12 +172,16 @@ class Tracer:
                                                    "argument."))
 
     def __index__(self):
-        return operator.index(self._concrete(
-            "Using a traced value as an index or a shape (__index__)",
-            "Shapes must be static: pass the value with static_argnums, or index with "
-            "an integer array instead of a Python int. A slice bound read from an array "
-            "(x[a[i]:a[i + 1]]) gives a data-dependent length: select with a mask instead, "
-            "np.where((k >= a[i]) & (k < a[i + 1]), x, 0) with k = np.arange(len(x))."))
+        try:
+            return operator.index(self._concrete(
+                "Using a traced value as an index or a shape (__index__)",
+                "Shapes must be static: pass the value with static_argnums, or index with "
+                "an integer array instead of a Python int. A slice bound read from an array "
+                "(x[a[i]:a[i + 1]]) gives a data-dependent length: select with a mask instead, "
+                "np.where((k >= a[i]) & (k < a[i + 1]), x, 0) with k = np.arange(len(x))."))
+        except ConcretizationError as e:
+            e.control_flow = True          # range(traced): traced again with for loops converted
+            raise
 
     def tolist(self):
         return np.asarray(self._concrete(".tolist()", "Return the array from the traced "
