@@ -9,8 +9,8 @@ operands into such a consumer) absorbs the loop group ``G`` that consumes it whe
 - ``G`` is a plain loop of the product's shape of elementwise equations (no reductions,
   gathers or copies) whose operands and results all have the product's real dtype;
 - every other operand of ``G`` is a literal, a broadcast literal, a rank-0 value, or a view of
-  the product's shape with (read as [M, N]) column stride 0 or 1 (a row-major matrix, a bias row ``b[None, :]``, a
-  per-row scalar);
+  the product's shape with (read as [M, N]) column stride 0 or 1 (a row-major matrix, a bias
+  row ``b[None, :]``, a per-row scalar);
 - ``G`` stores exactly one of its members, contiguously and whole, after :func:`_sink_cheap`:
   another stored member that is a short chain of cheap equations (``SINK_PRIMS``, at most
   ``SINK_OPS``) of the kept member and literals, read only by one later loop group of the same
