@@ -137,6 +137,15 @@ def inner_function(x):
     return x
 
 
+def triangle(x):
+    for i in range(4):
+        for j in range(i, 2):                # empty from i = 2 on: j keeps its last value
+            x = x + j
+        if x.sum() > 100:
+            x = -x
+    return x, j
+
+
 @pytest.fixture(scope="module")
 def rng():
     return np.random.default_rng(18)
@@ -323,7 +332,8 @@ def test_what_cannot_be_converted_names_the_variable_and_the_line():
         tj.trace(appends)(np.ones(2), np.int64(3))
 
 
-@pytest.mark.parametrize("f", [nested_return, else_clauses, enumerated, inner_function])
+@pytest.mark.parametrize("f", [nested_return, else_clauses, enumerated, inner_function,
+                               triangle])
 def test_nested_loops_else_clauses_and_enumerate_agree_with_python(f, rng):
     for x in rng.uniform(0.05, 3, size=(5, 2)):
         got, want = tj.trace(f)(x), f(x.copy())

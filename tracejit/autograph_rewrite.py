@@ -358,7 +358,10 @@ class _Converter(ast.NodeTransformer):
         return ast.copy_location(fn, node)
 
     def _result(self, names):
-        return ast.Return(ast.Tuple([ast.Name(n, ast.Load()) for n in names], ast.Load()))
+        """``return __tj.load(locals(), names)`` (a name a construct inside left unassigned,
+        and deleted, is Undefined there)."""
+        return ast.Return(ast.Call(_tj("load"), [ast.Call(ast.Name("locals", ast.Load()), [], []),
+                                                 ast.Constant(tuple(names))], []))
 
     def _statement(self, node, helper, fns, names, rebound, extra=(), load_names=None,
                    reads=()):
