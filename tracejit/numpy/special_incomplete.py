@@ -33,7 +33,7 @@ __all__ = ["gammainc", "gammaincc", "betainc"]
 
 EPS = 1.1102230246251565e-16                 # Cephes' MACHEP: 2**-53
 BIG, BIGINV = 4.503599627370496e15, 2.22044604925031308085e-16
-_IGAM_MAXITER = 20000                        # enough for a ~ 1e7 near x ~ a (O(sqrt(a)))
+_IGAM_MAXITER = 20000                        # a up to ~5e6 near x ~ a (O(sqrt(a)) steps)
 _INCBET_MAXITER = 300                        # Cephes' bound for the beta continued fractions
 INV_SQRT_2PI = 0.39894228040143267794
 EULER = 0.57721566490153286061
@@ -129,7 +129,7 @@ def _igam_series(a, x, enabled):
     fac = _igam_fac(a, x)
     failed, (_, _, ans) = _iterate(body, m.logical_and(enabled, m.greater(fac, 0.0)),
                                    [a, one, one], _IGAM_MAXITER)
-    # fac underflowed: so does P; not converged (a ~ x beyond ~1e8): NaN, not a guess
+    # fac underflowed: so does P; not converged (a ~ x beyond ~5e6): NaN, not a guess
     r = where(m.greater(fac, 0.0), m.true_divide(m.multiply(ans, fac), a), 0.0)
     return where(failed, NAN, r)
 
