@@ -58,7 +58,7 @@ KNOWN_FRONT_END_CIRCLES = frozenset(
         ".math", ".methods", ".mutation", ".nanfuncs", ".nonzero", ".products", ".reductions",
         ".shape", ".signal", ".sorting", ".tail",
         # SciPy's ufuncs reach them from Tracer.__array_ufunc__ as NumPy's reach the others
-        ".special", ".special_gamma", ".special_incomplete")]
+        ".special", ".special_gamma", ".special_incomplete", ".bits")]
     # (a new module of the NumPy layer joins it like every other; every ops module via core)
     + [f"tracejit.ops.{m}" for m in ("contraction", "control", "elementwise", "fft", "linalg",
                                      "reductions", "sorting", "spectral", "structural")]
