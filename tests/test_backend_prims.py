@@ -96,20 +96,13 @@ def test_elementwise(name, dt):
         check(name, lambda y: [prim.bind(y, y)], [Type(dt, ())])
 
 
+@pytest.mark.parametrize("name", ["convert", "bitcast_convert"])
 @pytest.mark.parametrize("src", ALL, ids=str)
-def test_convert(src):
-    prim = REGISTRY["convert"]
+def test_convert(src, name):
+    prim = REGISTRY[name]
     for dst in ALL:
         if _accepts(prim, [Type(src, (9,))], dtype=dst):
-            check("convert", lambda x: [prim.bind(x, dtype=dst)], [Type(src, (3, 9))])
-
-
-@pytest.mark.parametrize("src", ALL, ids=str)
-def test_bitcast_convert(src):
-    prim = REGISTRY["bitcast_convert"]
-    for dst in ALL:
-        if _accepts(prim, [Type(src, (9,))], dtype=dst):
-            check("bitcast_convert", lambda x: [prim.bind(x, dtype=dst)], [Type(src, (3, 9))])
+            check(name, lambda x: [prim.bind(x, dtype=dst)], [Type(src, (3, 9))])
 
 
 def test_select():
