@@ -79,7 +79,7 @@ def check(name, fn, in_types, seed=0, special=True, args=None):
 
 
 ELEMENTWISE = sorted(n for n, p in REGISTRY.items() if p.kind == "elementwise"
-                     and n not in ("select", "convert", "integer_pow"))
+                     and n not in ("select", "convert", "bitcast_convert", "integer_pow"))
 # every (primitive, dtype) pair the shape rule accepts
 ELEMENTWISE_CASES = [(n, dt) for n in ELEMENTWISE for dt in ALL
                      if _accepts(REGISTRY[n], [Type(dt, (3,))] * REGISTRY[n].props["nargs"])]
@@ -96,12 +96,13 @@ def test_elementwise(name, dt):
         check(name, lambda y: [prim.bind(y, y)], [Type(dt, ())])
 
 
+@pytest.mark.parametrize("name", ["convert", "bitcast_convert"])
 @pytest.mark.parametrize("src", ALL, ids=str)
-def test_convert(src):
-    prim = REGISTRY["convert"]
+def test_convert(src, name):
+    prim = REGISTRY[name]
     for dst in ALL:
         if _accepts(prim, [Type(src, (9,))], dtype=dst):
-            check("convert", lambda x: [prim.bind(x, dtype=dst)], [Type(src, (3, 9))])
+            check(name, lambda x: [prim.bind(x, dtype=dst)], [Type(src, (3, 9))])
 
 
 def test_select():
@@ -252,7 +253,8 @@ def test_call_primitives_fall_back_when_not_inlined():
 # the taped forward pass of a while loop's gradient, in test_backend_stacks.py)
 CONTROL = {"cond", "while", "while_record", "scan", "custom_jvp_call", "custom_vjp_call",
            "custom_vjp_lin", "remat"}
-TESTED = CONTROL | set(ELEMENTWISE) | {"select", "convert", "integer_pow", *REDUCTIONS, "argmax", "argmin",
+TESTED = CONTROL | set(ELEMENTWISE) | {"select", "convert", "bitcast_convert", "integer_pow",
+                                       *REDUCTIONS, "argmax", "argmin",
                              "cumsum", "cumprod", "take", "scatter", "dot_general", "pad"} | \
     {name for name, _, _ in _structural_cases()} | \
     {"cholesky", "triangular_solve", "solve", "slogdet", "eigh", "svd", "qr",  # test_linalg.py

@@ -122,8 +122,9 @@ def test_derivatives(interpret_backend, name):
 
 
 def test_unsupported_methods_say_so():
-    for call in (lambda: st.t.cdf(0.5, 3.0), lambda: st.gamma.cdf(0.5, 2.0),
-                 lambda: st.beta.logcdf(0.5, 2.0, 2.0), lambda: st.poisson.cdf(2, 3.0)):
+    # (the CDFs of t, gamma, beta and poisson: tests/test_special_incomplete.py)
+    for call in (lambda: st.t.ppf(0.5, 3.0), lambda: st.gamma.ppf(0.5, 2.0),
+                 lambda: st.beta.ppf(0.5, 2.0, 2.0)):
         with pytest.raises(UnsupportedError, match="not supported"):
             call()
 

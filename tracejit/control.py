@@ -10,8 +10,16 @@ from . import dtypes, tree
 from .core import Tracer, make_graph, type_of
 from .errors import ShapeError
 from .ir import Type
-from .numpy._base import convert
+from .checkpoint import checkpoint
 from .ops import control as cf
+from .ops import elementwise as ew
+from .ops.structural import concatenate_p, reshape_p
+
+
+def _index(x, dtype):
+    """A traced predicate, branch index or loop bound as a ``dtype`` scalar (a convert when its
+    dtype differs; control flow needs no NumPy promotion, so this stays below the NumPy layer)."""
+    return x if x.dtype == dtype else ew.convert_p.bind(x, dtype=dtype)
 
 
 def _leaf_types(leaves):
@@ -60,7 +68,7 @@ def cond(pred, true_fun, false_fun, *operands):
     if pt.shape != () or pt.dtype != dtypes.bool_:
         raise ShapeError(f"cond: the predicate must be a bool scalar, got {pt}; use "
                          f"numpy.where for elementwise selection or compare to get a bool")
-    index = convert(pred, dtypes.int32) if isinstance(pred, Tracer) else np.int32(bool(pred))
+    index = _index(pred, dtypes.int32) if isinstance(pred, Tracer) else np.int32(bool(pred))
     return switch(index, [false_fun, true_fun], *operands)
 
 
@@ -89,7 +97,7 @@ def switch(index, branches, *operands):
         closed.append(g.replace(invars=tuple(pre) + g.invars[:ncs] + tuple(post) +
                                 g.invars[ncs:]))
         offset += ncs
-    idx = convert(index, dtypes.int32) if isinstance(index, Tracer) else \
+    idx = _index(index, dtypes.int32) if isinstance(index, Tracer) else \
         np.int32(np.clip(int(index), 0, len(branches) - 1))
     outs = cf.cond_p.bind(idx, *all_consts, *leaves, branches=tuple(closed))
     return tree.unflatten(out_trees[0], outs)
@@ -188,14 +196,12 @@ def fori_loop(lower, upper, body_fun, init_val):
         i, val = c
         return i + 1, body_fun(i, val)
 
-    lo = convert(lower, dtypes.int64) if isinstance(lower, Tracer) else np.int64(lower)
+    lo = _index(lower, dtypes.int64) if isinstance(lower, Tracer) else np.int64(lower)
     return while_loop(cond_fun, body, (lo, init_val))[1]
 
 
 def _scan_checkpointed(f, init, xs, length, reverse, every):
     """A scan of segments of ``every`` steps, each segment a checkpointed inner scan."""
-    from .checkpoint import checkpoint
-    from .numpy.shape import concatenate, reshape
     x_leaves, x_tree = tree.flatten(xs)
     n = length if length is not None else type_of(x_leaves[0]).shape[0]
     k = int(np.ceil(np.sqrt(n))) if every == "sqrt" else int(every)
@@ -210,7 +216,7 @@ def _scan_checkpointed(f, init, xs, length, reverse, every):
 
     def segmented(lo, count):
         def seg_xs(x):
-            return reshape(x, (count, k) + type_of(x).shape[1:])
+            return reshape_p.bind(x, shape=(count, k) + type_of(x).shape[1:])
         seg = tree.unflatten(x_tree, [seg_xs(x[lo:lo + count * k]) for x in x_leaves]) \
             if x_leaves else None
 
@@ -225,7 +231,8 @@ def _scan_checkpointed(f, init, xs, length, reverse, every):
 
     def run_segments(c):
         c, ys = scan(lambda c, sx: segment(c, sx), c, seg_xs, length=n_seg, reverse=reverse)
-        return c, tree.tree_map(lambda y: reshape(y, (n_seg * k,) + type_of(y).shape[2:]), ys)
+        return c, tree.tree_map(
+            lambda y: reshape_p.bind(y, shape=(n_seg * k,) + type_of(y).shape[2:]), ys)
 
     def run_rest(c):
         return scan(f, c, part(rest_lo, rest_hi), length=rem, reverse=reverse)
@@ -234,14 +241,14 @@ def _scan_checkpointed(f, init, xs, length, reverse, every):
         carry, ys_seg = run_segments(init)
         if rem:
             carry, ys_rest = run_rest(carry)
-            ys = tree.tree_map(lambda a, b: concatenate([a, b]), ys_rest, ys_seg)
+            ys = tree.tree_map(lambda a, b: concatenate_p.bind(a, b, axis=0), ys_rest, ys_seg)
         else:
             ys = ys_seg
     else:
         carry, ys_seg = run_segments(init)
         if rem:
             carry, ys_rest = run_rest(carry)
-            ys = tree.tree_map(lambda a, b: concatenate([a, b]), ys_seg, ys_rest)
+            ys = tree.tree_map(lambda a, b: concatenate_p.bind(a, b, axis=0), ys_seg, ys_rest)
         else:
             ys = ys_seg
     return carry, ys

@@ -3,8 +3,8 @@ logaddexp2, isposinf, isneginf, nan_to_num, and the array-API spellings cumulati
 cumulative_prod, vecdot, matvec, vecmat, astype, unstack.
 
 Each follows NumPy's definition (dtypes: integer inputs of the float ufuncs give float64, as
-NumPy's type resolution does). Functions that need the sign bit of a NaN (signbit, copysign)
-are left out: tracejit has no bit cast.
+NumPy's type resolution does). The functions of a float's bits (signbit, copysign, nextafter,
+spacing, frexp, ldexp) are in ``bits.py``.
 """
 from __future__ import annotations
 

@@ -56,10 +56,17 @@ def _new_array(fn):
 
 
 def _view(self, dtype=None, type=None):
-    """``x.view()``: the same data (tracejit has no reinterpreting views of other dtypes)."""
+    """``x.view()``: the same data; ``x.view(dtype)`` of an integer or float dtype of the same
+    width: the same bits read as ``dtype`` (a bit cast, not a view: writes do not reach x)."""
+    if dtype is not None and dtypes.canonical(dtype) != self.dtype and type is None:
+        dt = dtypes.canonical(dtype)
+        if dt.itemsize == self.dtype.itemsize and {dt.kind, self.dtype.kind} <= set("iuf"):
+            from .bits import bitcast
+            return bitcast(self, dt)
     if (dtype is not None and dtypes.canonical(dtype) != self.dtype) or type is not None:
         raise UnsupportedError(f"x.view({dtype!r}) reinterprets memory; tracejit supports "
-                               f"x.view() only (use x.astype for a conversion)")
+                               f"x.view() and x.view(dtype) between integer and float dtypes "
+                               f"of one width (use x.astype for a conversion)")
     return self
 
 

@@ -1,5 +1,6 @@
 """NumPy's NaN-ignoring reductions on tracers: nanmax, nanmin, nanargmax, nanargmin, nanprod,
-nanmean, nanvar, nanstd, nancumsum, nancumprod, nanmedian (nansum is in reductions.py).
+nanmean, nanvar, nanstd, nancumsum, nancumprod, nanmedian, nanquantile and nanpercentile
+(method 'linear'; nansum is in reductions.py).
 
 Each follows NumPy's ``numpy/lib/_nanfunctions_impl.py`` step for step: NaNs are replaced by the
 operation's neutral value (or -inf/+inf for the extrema) and counted out, so values and dtypes
@@ -19,7 +20,7 @@ from ..ops.elementwise import check
 from ._base import as_traceable, implements
 
 __all__ = ["nanmax", "nanmin", "nanargmax", "nanargmin", "nanprod", "nanmean", "nanvar",
-           "nanstd", "nancumsum", "nancumprod", "nanmedian"]
+           "nanstd", "nancumsum", "nancumprod", "nanmedian", "nanquantile", "nanpercentile"]
 
 
 def _inexact(a) -> bool:
@@ -200,3 +201,89 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=np._NoValu
     result = where(n % 2 == 1, hi, (lo + hi) / 2)
     result = where(n == 0, np.nan, result)
     return reshape(result, keep_shape) if keepdims else result
+
+
+@implements(np.nanquantile)
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                keepdims=np._NoValue, *, weights=None, interpolation=None):
+    """NumPy's nanquantile (method 'linear') at concrete quantiles ``q`` in [0, 1]."""
+    return _nan_q(a, q, axis, out, method, keepdims, weights, interpolation, 1, "nanquantile")
+
+
+@implements(np.nanpercentile)
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                  keepdims=np._NoValue, *, weights=None, interpolation=None):
+    """NumPy's nanpercentile (method 'linear') at concrete percentiles ``q`` in [0, 100]."""
+    return _nan_q(a, q, axis, out, method, keepdims, weights, interpolation, 100,
+                  "nanpercentile")
+
+
+def _nan_q(a, q, axis, out, method, keepdims, weights, interpolation, scale, name):
+    from .sorting import _concrete_q, _quantile
+    _no_out(out, name)
+    if weights is not None or interpolation is not None:
+        raise UnsupportedError(f"np.{name}(..., weights=/interpolation=) on tracers")
+    keepdims = keepdims is True
+    weak_q = type(q) in (int, float)
+    q = np.asanyarray(np.true_divide(_concrete_q(q, name), scale) if scale != 1 else
+                      _concrete_q(q, name))
+    if not (np.all(q >= 0) and np.all(q <= 1)):
+        raise ValueError(f"{'Percentiles' if scale == 100 else 'Quantiles'} must be in the "
+                         f"range [0, {scale}]")
+    a = as_traceable(a)
+    if type_of(a).dtype.kind == "c":
+        raise TypeError("a must be an array of real numbers")
+    if not _inexact(a):                            # no NaNs: NumPy's quantile
+        return _quantile(a, q, axis, method, keepdims, weak_q, name)
+    if method != "linear":
+        raise UnsupportedError(f"np.{name}: only method='linear' is supported on tracers (the "
+                               f"count of non-NaN values differs per slice)")
+    if not weak_q and type_of(a).dtype != np.float64:
+        # NumPy's dtype then depends on the data (float32 where the first slice is all NaN,
+        # float64 elsewhere) and its values mix both precisions
+        raise UnsupportedError(f"np.{name} of a {type_of(a).dtype} array at an array of "
+                               f"quantiles on tracers: pass a.astype(np.float64) or one "
+                               f"Python-number quantile per call")
+    return _nan_linear(a, q, axis, keepdims, weak_q, name)
+
+
+def _nan_linear(a, q, axis, keepdims, weak_q, name):
+    """NumPy's linear quantile of each slice's non-NaN values (sorted first: NaNs last), with
+    the count n per slice traced: virtual index (n - 1) q, neighbours, ``_lerp``; a Python
+    q interpolates in the data's dtype (weak), an array q in float64."""
+    from .indexing import take_along_axis
+    from .logic import where
+    from .math import floor, isnan, logical_not, maximum
+    from .reductions import sum as sum_
+    from .shape import reshape, stack
+    from .sorting import _reduce_axes, sort
+    part, keep_shape = _reduce_axes(a, axis, keepdims, name)
+    part = sort(part, -1)
+    dt = type_of(part).dtype
+    out_dt = dt if weak_q else np.result_type(dt, q.dtype, np.float64)
+    n = sum_(logical_not(isnan(part)), axis=-1, keepdims=True)
+    last = maximum(n - 1, 0)
+    nm1 = (n - 1).astype(np.float64)
+    results = []
+    for qv in q.ravel():
+        if q.dtype.kind in "biu":                  # integer virtual indices: read directly
+            r = take_along_axis(part, where(qv == 0, 0, last), -1).astype(out_dt)
+        else:
+            virtual = nm1 * float(qv)
+            prev = floor(virtual)
+            above, below = virtual >= nm1, virtual < 0
+            lo_i = where(above, last, where(below, 0, prev.astype(np.int64)))
+            hi_i = where(above, last, where(below, 0, lo_i + 1))
+            gamma = virtual - where(above, -1.0, where(below, 0.0, prev))
+            lo = take_along_axis(part, lo_i, -1).astype(out_dt)
+            hi = take_along_axis(part, hi_i, -1).astype(out_dt)
+            diff = hi - lo
+            # NumPy's _lerp; a weak q's gamma and 1 - gamma are rounded to the data's dtype
+            r = where(gamma >= 0.5, hi - diff * (1.0 - gamma).astype(out_dt),
+                      lo + diff * gamma.astype(out_dt))
+        results.append(where(n == 0, np.nan, r)[..., 0].astype(out_dt))
+    result = stack(results).reshape(q.shape + type_of(results[0]).shape) if q.ndim else \
+        results[0]
+    if keepdims:
+        result = reshape(result, q.shape + keep_shape)
+    return result

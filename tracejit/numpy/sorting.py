@@ -1,5 +1,6 @@
 """Sorting and order statistics on tracers: sort, argsort, partition, argpartition,
-searchsorted, median, quantile and percentile (``ndarray.sort``/``argsort`` too).
+searchsorted, lexsort, median, quantile and percentile (``ndarray.sort``/``argsort`` too),
+and JAX's ``top_k``.
 
 A sort is the gather ``take_along_axis(a, argsort(a))`` (``ops/sorting.py``), so it is
 differentiable (the tangents are permuted) and batched like any gather. Order statistics follow
@@ -23,7 +24,7 @@ from ..ops.sorting import argsort_p, searchsorted_p
 from ._base import as_traceable, implements, normalize_axis, result_type
 
 __all__ = ["sort", "argsort", "partition", "argpartition", "searchsorted", "median",
-           "quantile", "percentile"]
+           "quantile", "percentile", "lexsort", "top_k"]
 
 
 def _axis_and_array(a, axis, name):
@@ -269,3 +270,46 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
     if not (np.all(q >= 0) and np.all(q <= 1)):
         raise ValueError("Percentiles must be in the range [0, 100]")
     return _quantile(a, np.asanyarray(q), axis, method, keepdims, weak_q, "percentile")
+
+
+@implements(np.lexsort)
+def lexsort(keys, axis=-1):
+    """Indices that sort by the last key, ties broken by the one before it, and so on (NumPy's
+    order: NaN last): stable argsorts from the first key to the last."""
+    from .indexing import take_along_axis
+    if isinstance(keys, (tuple, list)):
+        ks = [as_traceable(k) for k in keys]
+    else:
+        keys = as_traceable(keys)
+        ks = [keys[i] for i in range(type_of(keys).shape[0])] if type_of(keys).ndim else []
+    if not ks:
+        raise TypeError("need sequence of keys with len > 0 in lexsort")
+    if len({type_of(k).shape for k in ks}) > 1:
+        raise ValueError("all keys need to be the same shape")
+    if type_of(ks[0]).ndim == 0:
+        raise np.exceptions.AxisError("axis -1 is out of bounds for array of dimension 0")
+    ax = normalize_axis(axis, type_of(ks[0]).ndim, "lexsort")
+    idx = argsort_p.bind(ks[0], axis=ax, stable=True)
+    for k in ks[1:]:
+        order = argsort_p.bind(take_along_axis(k, idx, ax), axis=ax, stable=True)
+        idx = take_along_axis(idx, order, ax)
+    return idx
+
+
+def top_k(operand, k):
+    """The ``k`` largest entries along the last axis and their indices (int64), largest first,
+    equal entries in index order and NaN above every number, as JAX's ``lax.top_k``. The
+    values are a gather: their derivative routes each cotangent to its entry."""
+    from .indexing import take_along_axis
+    from .shape import flip
+    x = as_traceable(operand)
+    ty = type_of(x)
+    if ty.ndim == 0:
+        raise ValueError("top_k needs an operand with at least one axis")
+    n, k = ty.shape[-1], operator.index(k)
+    if not 0 <= k <= n:
+        raise ValueError(f"top_k: k={k} is outside [0, {n}] (the last axis' length)")
+    # a stable ascending sort of the reversed row, reversed: descending, ties by lower index
+    perm = argsort_p.bind(flip(x, -1), axis=ty.ndim - 1, stable=True)
+    idx = np.int64(n - 1) - flip(perm, -1)[..., :k]
+    return take_along_axis(x, idx, -1), idx

@@ -25,7 +25,7 @@ import numpy as np
 from .. import dtypes
 from ..core import Tracer, type_of
 from ..custom import custom_jvp
-from ..errors import DTypeError
+from ..errors import DTypeError, UnsupportedError
 from . import logic, math as m
 from ._base import as_traceable, broadcast_to, result_type
 
@@ -73,8 +73,11 @@ def ufunc(name, kernel, derivs):
     """Define the SciPy ufunc ``name`` from ``kernel`` (float64 operands -> float64 result) and
     ``derivs``: one ``(args, ans) -> d ans / d arg_i`` per operand, or ``(None,) * nin``
     when the derivatives of the composite itself are exact enough (series and sums, whose
-    derivative is the same series differentiated)."""
+    derivative is the same series differentiated). A string instead of a rule says why the
+    function is not differentiable in that operand: differentiating it there raises."""
     nin = len(derivs)
+    guards = [not_differentiable(f"scipy.special.{name}", i, d) if isinstance(d, str)
+              else None for i, d in enumerate(derivs)]
 
     if derivs[0] is None:
         core = kernel
@@ -87,6 +90,8 @@ def ufunc(name, kernel, derivs):
         ans = core(*primals)
         t = None
         for d, g in zip(derivs, tangents):
+            if isinstance(d, str):             # its guard raised if g could be nonzero
+                continue
             term = m.multiply(g, d(primals, ans))
             t = term if t is None else m.add(t, term)
         # a scalar operand's tangent term may have a smaller shape than the result
@@ -101,7 +106,7 @@ def ufunc(name, kernel, derivs):
             raise DTypeError(f"scipy.special.{name} of complex operands is not supported by "
                              f"tracejit; pass real (float32/float64) arrays")
         out_dt = dt if dt.kind == "f" else dtypes.float64
-        out = core(*[_f64(a) for a in args])
+        out = core(*[_f64(a) if g is None else g(_f64(a)) for a, g in zip(args, guards)])
         if not isinstance(out, Tracer) and not any(isinstance(a, Tracer) for a in args):
             out = np.asarray(out, dtype=out_dt)
             return out[()] if out.ndim == 0 else out
@@ -110,6 +115,23 @@ def ufunc(name, kernel, derivs):
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = kernel.__doc__
     return fn
+
+
+def not_differentiable(name, i, reason):
+    """The identity on operand ``i`` of ``name``, whose derivative raises: the JVP transform
+    calls a rule only for a nonzero tangent, so a constant operand passes."""
+    def identity(x):
+        return m.multiply(x, 1.0)
+
+    guard = custom_jvp(identity)
+    guard.trace_cache = {}
+
+    def rule(primals, tangents):
+        raise UnsupportedError(f"{name} is not differentiable in operand {i} "
+                               f"{reason} in tracejit; wrap that operand in "
+                               f"tracejit.stop_gradient if it is meant as a constant")
+    guard.defjvp(rule)
+    return guard
 
 
 def _with_sign_of(r, x):

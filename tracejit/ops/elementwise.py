@@ -407,6 +407,26 @@ def _convert_transpose(ct, x, *, dtype):
 convert_p.jvp = _convert_jvp
 convert_p.transpose = _convert_transpose
 
+# bitcast_convert: the same bits read as another dtype of the same width (ndarray.view(dtype),
+# JAX's lax.bitcast_convert_type), for the sign bit of a NaN, copysign, nextafter, frexp
+def _bitcast_shape(x, *, dtype):
+    dt = dtypes.canonical(dtype)
+    if (x.dtype.kind not in "iuf" or dt.kind not in "iuf"
+            or x.dtype.itemsize != dt.itemsize):
+        raise DTypeError(f"bitcast_convert from {x.dtype} to {dt}: both must be integer or "
+                         f"float dtypes of one width (use convert for a value conversion)")
+    return Type(dt, x.shape)
+
+
+def _bitcast_impl(x, *, dtype):
+    return np.asarray(x).view(np.dtype(dtype))          # same width: any layout, 0-d too
+
+
+bitcast_convert_p = Primitive("bitcast_convert", "elementwise", _bitcast_shape, _bitcast_impl,
+                              nargs=1)
+ad.defnondiff(bitcast_convert_p, "a bit pattern: piecewise constant or discontinuous in x")
+
+
 # complex(re, im): the complex number with these parts, exactly (re + 1j * im is not: 1j * inf
 # has a NaN real part, and -0.0 + 0.0 loses a sign), for writes through x.real / x.imag.
 def _complex_shape(re, im):

@@ -20,24 +20,7 @@ import numpy as np
 
 from .. import numpy as tnp
 from ..control import while_loop
-
-# the asymptotic expansion of digamma: log y - 1/(2y) - sum_k B_2k / (2k y**2k), k = 1..7
-_DIGAMMA_SERIES = (1 / 12, -1 / 120, 1 / 252, -1 / 240, 1 / 132, -691 / 32760, 1 / 12)
-
-
-def _digamma(x):
-    """digamma for x > 0: the recurrence psi(x) = psi(x + 8) - sum 1/(x + k), then the
-    asymptotic series at y = x + 8 >= 8 (the first omitted term is below 2e-15 there)."""
-    shift = 1.0 / x
-    for k in range(1, 8):
-        shift = shift + 1.0 / (x + float(k))
-    y = x + 8.0
-    t = 1.0 / (y * y)
-    p = _DIGAMMA_SERIES[-1]
-    for c in reversed(_DIGAMMA_SERIES[:-1]):
-        p = c + t * p
-    return tnp.log(y) - 0.5 / y - t * p - shift
-
+from ..numpy.special_gamma import digamma
 
 def _select(enabled, new, old):
     return [tnp.where(enabled, n, o) for n, o in zip(new, old)]
@@ -60,7 +43,7 @@ def _series(a, x, enabled, eps):
 
     one, zero = tnp.ones_like(a), tnp.zeros_like(a)
     _, _, _, ans, _, dans_da = while_loop(cond, body, [enabled, a, one, one, zero, zero])
-    return -(dans_da + ans * (tnp.log(x) - _digamma(a + 1.0))) * x / a
+    return -(dans_da + ans * (tnp.log(x) - digamma(a + 1.0))) * x / a
 
 
 def _continued_fraction(a, x, enabled, eps):
@@ -101,7 +84,7 @@ def _continued_fraction(a, x, enabled, eps):
     out = while_loop(cond, body, [enabled, tnp.zeros((), x.dtype), ans, y, z, pkm1, qkm1,
                                   tnp.ones_like(x), x, zero, zero, zero, dqkm1, dans])
     ans, dans = out[2], out[13]
-    return (dans + ans * (tnp.log(x) - _digamma(a))) * x
+    return (dans + ans * (tnp.log(x) - digamma(a))) * x
 
 
 def gamma_sample_grad(a, x):

@@ -67,7 +67,11 @@ _ERFINV64 = ((-3.6444120640178196996e-21, -1.685059138182016589e-19, 1.285848071
 def _erfinv(x):
     """erfinv on the open interval (-1, 1), float32 or float64: Giles' piecewise polynomials in
     w = -log1p(-x*x), evaluated as XLA does (per-lane coefficients chosen by the piece, one
-    Horner loop; cheaper than evaluating every piece and selecting)."""
+    Horner loop; cheaper than evaluating every piece and selecting).
+
+    Not ``tracejit.scipy.special.erfinv`` (Cephes' ndtri in float64, rounded once): normal
+    samples must equal JAX's bit for bit, in float32 too, which takes XLA's own polynomials
+    in the sample's precision."""
     w = -tnp.log1p(-x * x)
     dt = x.dtype.type                   # coefficients in x's precision (selected ones are not
     if x.dtype == np.float32:           # weak Python floats: where() would make them float64)

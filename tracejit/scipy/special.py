@@ -1,6 +1,7 @@
 """``scipy.special`` on tracers: the special-function ufuncs (``tracejit.numpy.special``,
-``special_gamma``: composites with exact derivative rules) and SciPy's Python-level functions
-over them (logsumexp, softmax, log_softmax, multigammaln, polygamma, zeta, softplus).
+``special_gamma``, ``special_incomplete``: composites with exact derivative rules) and
+SciPy's Python-level functions over them (logsumexp, softmax, log_softmax, multigammaln,
+polygamma, zeta, softplus).
 
 Invariants: NumPy semantics on ndarrays (the same code runs with NumPy there), no SciPy
 import, arguments that select a formula (``d`` of multigammaln, ``n`` of polygamma, ``axis``)
@@ -20,11 +21,13 @@ from ..numpy.special import (erf, erfc, erfcx, erfinv, erfcinv, ndtr, ndtri, log
                              expit, logit, log_expit, xlogy, xlog1py, entr, rel_entr, kl_div)
 from ..numpy.special_gamma import (gammaln, gamma, digamma, psi, betaln, i0, i0e, i1,  # noqa
                                    i1e, zeta as _hurwitz, riemann_zeta as _riemann)
+from ..numpy.special_incomplete import gammainc, gammaincc, betainc  # noqa: F401
 
 __all__ = ["erf", "erfc", "erfcx", "erfinv", "erfcinv", "ndtr", "ndtri", "log_ndtr", "expit",
            "logit", "log_expit", "xlogy", "xlog1py", "entr", "rel_entr", "kl_div", "gammaln",
            "gamma", "digamma", "psi", "betaln", "i0", "i0e", "i1", "i1e", "zeta", "polygamma",
-           "multigammaln", "logsumexp", "softmax", "log_softmax", "softplus"]
+           "multigammaln", "logsumexp", "softmax", "log_softmax", "softplus", "gammainc",
+           "gammaincc", "betainc"]
 
 
 def zeta(x, q=None):

@@ -3,9 +3,11 @@ multivariate_normal, with SciPy's method names and signatures (``norm.logpdf(x, 
 
 Invariants: every method is a composite of tracejit.numpy and tracejit.scipy.special
 functions, so values and derivatives (in x and in every parameter) trace, batch and compile;
-invalid parameters give NaN (as SciPy), points outside the support -inf log density. A method
-SciPy has but tracejit does not (the CDFs that need incomplete gamma/beta functions) raises
-``UnsupportedError`` naming it.
+invalid parameters give NaN (as SciPy), points outside the support -inf log density. The
+CDFs of t, gamma, beta and poisson are the incomplete gamma/beta functions: differentiable in
+x (and loc, scale, and poisson's mu), not in the shape parameters (df, a, b), where
+differentiating raises ``UnsupportedError``. A method SciPy has but tracejit does not (ppf of
+t, gamma, beta) raises ``UnsupportedError`` naming it.
 """
 from __future__ import annotations
 
@@ -13,7 +15,9 @@ import numpy as _np
 
 from .. import numpy as tnp
 from ..core import Tracer
+from ..custom import custom_jvp, stop_gradient
 from ..errors import UnsupportedError
+from ..numpy.special import not_differentiable
 from ..numpy._base import result_type
 from . import special as sp
 
@@ -71,9 +75,8 @@ class _Continuous:
 
     def _method(self, fn, what, x, args, kwargs, log_scale=False):
         if fn is None:
-            raise UnsupportedError(f"tracejit.scipy.stats.{self.name}.{what} is not supported "
-                                   f"(it needs an incomplete gamma/beta function tracejit does "
-                                   f"not have yet); use scipy.stats outside the traced function")
+            raise UnsupportedError(f"tracejit.scipy.stats.{self.name}.{what} is not supported; "
+                                   f"use scipy.stats outside the traced function")
         z, shapes, scale, ok = self._std(x, args, kwargs)
         out = fn(z, *shapes)
         if log_scale:
@@ -95,7 +98,8 @@ class _Continuous:
 
     def logcdf(self, x, *args, **kwargs):
         """The log of the cumulative distribution function at ``x``."""
-        return self._method(self._logcdf, "logcdf", x, args, kwargs)
+        return self._method(self._logcdf or _log_of(self._cdf, self._sf), "logcdf", x, args,
+                            kwargs)
 
     def sf(self, x, *args, **kwargs):
         """The survival function 1 - cdf at ``x``."""
@@ -103,7 +107,8 @@ class _Continuous:
 
     def logsf(self, x, *args, **kwargs):
         """The log of the survival function at ``x``."""
-        return self._method(self._logsf, "logsf", x, args, kwargs)
+        return self._method(self._logsf or _log_of(self._sf, self._cdf), "logsf", x, args,
+                            kwargs)
 
     def ppf(self, q, *args, **kwargs):
         """The quantile function (inverse of cdf) at ``q``."""
@@ -113,6 +118,19 @@ class _Continuous:
         out = tnp.where(tnp.greater(scale, 0),
                         tnp.add(loc, tnp.multiply(scale, self._ppf(q, *shapes))), _np.nan)
         return _as_result(out, q, loc, scale, *shapes)
+
+
+def _log_of(p, q):
+    """log(p), from the complement q = 1 - p where p > 1/2 (log1p(-q): exact near 0)."""
+    if p is None or q is None:
+        return None
+
+    def log_p(*args):
+        pv = p(*args)
+        # q clamped: the unselected branch stays finite (its derivative too)
+        qv = tnp.minimum(q(*args), 0.5)
+        return tnp.where(tnp.greater(pv, 0.5), tnp.log1p(tnp.negative(qv)), tnp.log(pv))
+    return log_p
 
 
 def _norm_logpdf(z):
@@ -132,7 +150,36 @@ def _t_logpdf(z, df):
                                                                           df))))
 
 
-t = _Continuous("t", ("df",), _t_logpdf, valid=lambda df: tnp.greater(df, 0))
+def _t_cdf_kernel(z, df):
+    """Student's t CDF through the incomplete beta function: the smaller tail is
+    1/2 I_(df/(df+z^2))(df/2, 1/2), computed directly (never as 1 - something), and the CDF
+    is that tail for z < 0 and 1 minus it (at least 1/2: no cancellation) above."""
+    tail = tnp.multiply(sp.betainc(tnp.multiply(df, 0.5), 0.5,
+                                   tnp.true_divide(df, tnp.add(df, tnp.multiply(z, z)))), 0.5)
+    return tnp.where(tnp.less(z, 0), tail, tnp.subtract(1.0, tail))
+
+
+def _t_cdf_jvp(primals, tangents):
+    # d cdf / dz is the density (the composite's own derivative is 0 * inf at z = 0); df's
+    # tangent is zero here: its guard raised otherwise
+    z, df = primals
+    return _t_cdf_core(z, df), tnp.multiply(tangents[0], tnp.exp(_t_logpdf(z, df)))
+
+
+_t_cdf_core = custom_jvp(_t_cdf_kernel)
+_t_cdf_core.defjvp(_t_cdf_jvp)
+_t_cdf_core.trace_cache = {}          # pure: its graph depends on the argument types only
+_df_guard = not_differentiable("tracejit.scipy.stats.t.cdf", 1,
+                               "(df, the degrees of freedom: the derivative in it has no "
+                               "closed form and is not implemented)")
+
+
+def _t_cdf(z, df):
+    return _t_cdf_core(z, _df_guard(tnp.asarray(df) if not isinstance(df, Tracer) else df))
+
+
+t = _Continuous("t", ("df",), _t_logpdf, valid=lambda df: tnp.greater(df, 0),
+                cdf=_t_cdf, sf=lambda z, df: _t_cdf(tnp.negative(z), df))
 
 
 def _support(z, lo, hi, value):
@@ -146,7 +193,16 @@ def _gamma_logpdf(z, a):
     return _support(z, 0.0, _np.inf, v)
 
 
-gamma = _Continuous("gamma", ("a",), _gamma_logpdf, valid=lambda a: tnp.greater(a, 0))
+def _gamma_cdf(z, a):
+    return sp.gammainc(a, tnp.maximum(z, 0.0))
+
+
+def _gamma_sf(z, a):
+    return sp.gammaincc(a, tnp.maximum(z, 0.0))
+
+
+gamma = _Continuous("gamma", ("a",), _gamma_logpdf, valid=lambda a: tnp.greater(a, 0),
+                    cdf=_gamma_cdf, sf=_gamma_sf)
 
 
 def _beta_logpdf(z, a, b):
@@ -157,12 +213,23 @@ def _beta_logpdf(z, a, b):
     return _support(z, 0.0, 1.0, v)
 
 
+def _beta_cdf(z, a, b):
+    return sp.betainc(a, b, tnp.clip(z, 0.0, 1.0))
+
+
+def _beta_sf(z, a, b):
+    # I_(1-z)(b, a): 1 - z is exact where the survival function is small (z near 1)
+    return sp.betainc(b, a, tnp.subtract(1.0, tnp.clip(z, 0.0, 1.0)))
+
+
 beta = _Continuous("beta", ("a", "b"), _beta_logpdf,
-                   valid=lambda a, b: tnp.logical_and(tnp.greater(a, 0), tnp.greater(b, 0)))
+                   valid=lambda a, b: tnp.logical_and(tnp.greater(a, 0), tnp.greater(b, 0)),
+                   cdf=_beta_cdf, sf=_beta_sf)
 
 
 class _Poisson:
-    """The Poisson distribution: ``logpmf(k, mu, loc=0)``, ``pmf``."""
+    """The Poisson distribution: ``logpmf(k, mu, loc=0)``, ``pmf``, ``cdf``, ``sf`` and
+    their logs."""
 
     name = "poisson"
 
@@ -182,11 +249,29 @@ class _Poisson:
         """P(K = k)."""
         return tnp.exp(self.logpmf(k, mu, loc))
 
-    def cdf(self, k, mu, loc=0):
-        raise UnsupportedError("tracejit.scipy.stats.poisson.cdf is not supported (it needs the "
-                               "incomplete gamma function); sum pmf over k instead")
+    def _tail(self, k, mu, loc, fn, below):
+        """P(K <= k) (``fn`` = gammaincc) or P(K > k) (gammainc) of floor(k - loc) + 1 and mu;
+        ``below`` where k < loc. Piecewise constant in k: no derivative in it."""
+        k = tnp.subtract(k, loc)
+        n = stop_gradient(tnp.add(tnp.floor(tnp.maximum(k, 0.0)), 1.0))
+        out = tnp.where(tnp.less(k, 0), below, fn(n, tnp.maximum(mu, 0.0)))
+        return _as_result(tnp.where(tnp.greater_equal(mu, 0), out, _np.nan), k, mu)
 
-    logcdf = cdf
+    def cdf(self, k, mu, loc=0):
+        """P(K <= k) = Q(floor(k) + 1, mu), the regularised upper incomplete gamma function."""
+        return self._tail(k, mu, loc, sp.gammaincc, 0.0)
+
+    def logcdf(self, k, mu, loc=0):
+        """log P(K <= k) (from the complement where it is above 1/2)."""
+        return _log_of(self.cdf, self.sf)(k, mu, loc)
+
+    def sf(self, k, mu, loc=0):
+        """P(K > k) = P(floor(k) + 1, mu), the regularised lower incomplete gamma function."""
+        return self._tail(k, mu, loc, sp.gammainc, 1.0)
+
+    def logsf(self, k, mu, loc=0):
+        """log P(K > k) (from the complement where it is above 1/2)."""
+        return _log_of(self.sf, self.cdf)(k, mu, loc)
 
 
 poisson = _Poisson()

@@ -389,6 +389,12 @@ def _convert(cx, eqn, x):
     return convert_value(cx, x, eqn.invars[0].ty.dtype, eqn.params["dtype"])
 
 
+def _bitcast(cx, eqn, x):
+    """The same bits as another dtype of one width (int32 <-> uint32: one LLVM type)."""
+    tt = cx.ty(reg_type(eqn.params["dtype"]))
+    return x if x.type == tt else cx.b.bitcast(x, tt)
+
+
 def _shift(left):
     """NumPy's shifts: an amount outside [0, width) (negative ones included: as unsigned they
     are huge) gives 0 (left) or the sign fill (right: 0 for unsigned dtypes, whose right shift
@@ -435,6 +441,7 @@ EMIT = {
     "xor": lambda cx, eqn, x, y: cx.b.xor(x, y),
     "shl": _shift(True), "shr": _shift(False),
     "integer_pow": _integer_pow, "select": _select, "convert": _convert,
+    "bitcast_convert": _bitcast,
     "stop_gradient": lambda cx, eqn, x: x, "check": _check,
 }
 for _name in lowering.MATH:

@@ -27,7 +27,7 @@ ELEMENTWISE = frozenset((
     "neg", "sign", "abs", "floor", "ceil", "round", "sqrt", "isnan", "isinf", "isfinite", "not",
     "add", "sub", "mul", "div", "floordiv", "rem", "pow", "atan2", "hypot", "max", "min",
     "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "shl", "shr",
-    "integer_pow", "select", "convert", "stop_gradient", "check", *MATH))
+    "integer_pow", "select", "convert", "bitcast_convert", "stop_gradient", "check", *MATH))
 
 COMPLEX = frozenset((
     "add", "sub", "mul", "div", "neg", "conj", "real", "imag", "eq", "ne", "isnan", "isinf",
