@@ -510,9 +510,9 @@ class Executable:
         kernel = ir.Function(module, ir.FunctionType(ir.IntType(32), [ir.PointerType()]),
                              self.kernel_name)
         if spec.release_gil:     # another thread may be in this code when the last user goes
-            for module in (self._module, getattr(self, "_hot_module", None)):
-                if module is not None:
-                    module.gil_free = True
+            for code in (self._module, getattr(self, "_hot_module", None)):
+                if code is not None:
+                    code.gil_free = True
         with jit.into(self._module.code):     # next to its kernel, freed with it
             return pyabi.build_entry(module, kernel, spec)
 
