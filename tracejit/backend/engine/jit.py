@@ -477,16 +477,23 @@ def compile_ir(llvm_ir, opt: int = 1, cacheable: bool = False, code: Code | None
     ``into`` block's, else the process engine).
 
     ``llvm_ir`` is an ``llvmlite.ir.Module`` or its text. Returns the binding module (no longer
-    owned by the engine: its code stays loaded, its IR is freed with it). Raises RuntimeError
-    naming any external symbol that does not resolve.
+    owned by the engine: its code stays loaded, its IR is freed with it), None for a ``code``
+    (compiled in a private LLVM context by ``compile_object``: a module parsed into the
+    process context leaves its constants and types there for good, ~60 KB per graph, and a
+    Code is meant to be freed). Raises RuntimeError naming any external symbol that does not
+    resolve.
     ``cacheable``: the module's symbol names are derived from its content (not from a process
     counter), so its object code may be stored in and loaded from ``config.cache_dir``.
     ``opt=0`` is the fast tier: no optimisation pipeline and FastISel code generation (the
     explicit vector IR of fused loops runs as fast as at O1, and compiles 3-5x faster).
     """
     text = str(llvm_ir)
+    code = code if code is not None else getattr(_into, "code", None)
+    if code is not None:
+        _compile_into(code, text, opt, cacheable)
+        return None
     with _lock:
-        engine = _engine_of(code)
+        engine = _get_engine()
         mod = parse(text)
         mod.triple = triple()
         mod.data_layout = data_layout()
@@ -508,16 +515,12 @@ def compile_ir(llvm_ir, opt: int = 1, cacheable: bool = False, code: Code | None
             _pending[key] = (path, key, symbols, cached, record, opt)
         if cached is None:
             optimize(mod, opt)           # a cached object skips the pipeline and codegen
-        # (a Code's engine resolves its own symbols first: an entry calls its kernel there)
-        own = engine if engine is not _engine else None
         for fn in mod.functions:
             if fn.is_declaration and not fn.name.startswith("llvm."):
-                if llvm.address_of_symbol(fn.name) is None and not (
-                        own and own.get_function_address(fn.name)):
+                if llvm.address_of_symbol(fn.name) is None:
                     raise RuntimeError(f"tracejit: unresolved external function {fn.name!r}")
         for gv in mod.global_variables:
-            if gv.is_declaration and llvm.address_of_symbol(gv.name) is None and not (
-                    own and own.get_global_value_address(gv.name)):
+            if gv.is_declaration and llvm.address_of_symbol(gv.name) is None:
                 raise RuntimeError(f"tracejit: unresolved external global {gv.name!r}")
         if opt <= 0:
             return _add_fast(engine, mod, text, state if cacheable else None, cacheable)
@@ -571,18 +574,22 @@ def _thread_tms(opt: int, cpu: str, features: str):
     return tms[key]
 
 
-def check_externals(text: str, defined=()) -> None:
+def check_externals(text: str, code: Code | None = None) -> None:
     """RuntimeError naming an external of the module ``text`` that does not resolve in the
-    process (an unresolved symbol would segfault on the first call); names in ``defined``
-    (other parts of the same module) are resolved by the engine they are loaded into."""
+    process or in the engine of ``code`` (where an entry finds its kernel): an unresolved
+    symbol would segfault on the first call."""
     _get_engine()                       # symbol lookup needs an engine
+    own = code.engine() if code is not None else None
     # from the text: walking the module would be a few ctypes calls per function, and each
     # one re-takes the GIL (up to 5 ms when the foreground is busy)
     for kind, fn_name, gv_name in set(_EXTERNAL.findall(text)):
         name = fn_name or gv_name
-        if name.startswith("llvm.") or name in defined:
+        if name.startswith("llvm.") or llvm.address_of_symbol(name) is not None:
             continue
-        if llvm.address_of_symbol(name) is None:
+        with _lock:
+            found = own is not None and (own.get_function_address(name) if kind else
+                                         own.get_global_value_address(name))
+        if not found:
             what = "function" if kind else "global"
             raise RuntimeError(f"tracejit: unresolved external {what} {name!r}")
 
@@ -612,35 +619,22 @@ def compile_object(text: str, opt: int, cpu: str | None = None,
         context.close()
 
 
-def compile_private(llvm_ir, opt: int = 1, cacheable: bool = False,
-                    code: Code | None = None) -> None:
-    """``compile_ir`` for a background thread (the hot tier, ``tiers.py``): the module is
-    compiled by ``compile_object`` (a private LLVM context, this thread's own
-    TargetMachines, without ``_lock``); only adding the object to the engine (``code``'s, or
-    the process engine) takes it. So a compile in the foreground waits for one LLVM call at
-    most (llvmlite serialises its calls with a lock of its own), not for this whole compile.
-    The object is cached on disk like ``compile_ir``'s (``cacheable``), under
-    ``cache_key(text, opt)``."""
-    text = str(llvm_ir)
-    path = key = symbols = None
-    if cacheable and config.cache_dir:
-        key = cache_key(text, opt)
-        path = os.path.join(config.cache_dir, key + ".o")
-        symbols = defined_symbols(text)
-    obj = _read_entry(path, key, symbols) if path else None
-    loaded = obj is not None
-    if not loaded:
-        check_externals(text)
+def _compile_into(code: Code, text: str, opt: int, cacheable: bool) -> None:
+    """``compile_ir`` into a Code: the object comes from the cache (``cached_object``) or from
+    ``compile_object`` (the same bytes as a compile worker's), without ``_lock``: only adding
+    it to the engine takes it. So a foreground compile waits for one LLVM call at most
+    (llvmlite serialises its calls with a lock of its own) while a background thread (the hot
+    tier, ``tiers.py``) compiles, not for its whole compile."""
+    cached = cached_object(text, opt) if cacheable else None
+    obj = cached.obj if cached is not None else None
+    if obj is None:
+        check_externals(text, code=code)
         obj = compile_object(text, opt)
-        if path:
-            _write_entry(path, obj, key, symbols)
-    with _lock:
-        diskcache.count("loaded" if loaded else "compiled")
-        if cacheable and not loaded:
-            diskcache.count("graph_compiled")
-        engine = _engine_of(code)
-        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-        engine.finalize_object()
+    if cached is not None:
+        keep_object(cached, opt, obj)
+    else:
+        diskcache.count("compiled")
+    code.add_objects([obj])
 
 
 _fast_tm_ = None

@@ -67,14 +67,17 @@ def _result(future, k, parts, lines) -> bytes:
     """The object of part ``k``; MemoryError when its worker died."""
     try:
         return future.result()
-    except workers.WorkerDied as died:
+    except (workers.WorkerDied, MemoryError) as exc:
+        if isinstance(exc, workers.WorkerDied):
+            tail = exc.stderr.strip().splitlines()[-1:]
+            why = f"its compile worker {exc.why()}" + (f" ({tail[0]})" if tail else "")
+        else:
+            why = f"its compile worker raised MemoryError ({exc})"
         names = parts[k].functions
         shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-        detail = died.stderr.strip().splitlines()[-1:] if died.stderr.strip() else []
         raise MemoryError(
             f"tracejit: LLVM ran out of memory compiling part {k + 1} of {len(parts)} "
             f"(functions {shown}; {split.line_count(parts[k].text)} lines) of a module of "
-            f"{lines} lines of LLVM IR: its compile worker {died.why()}"
-            + (f" ({detail[0]})" if detail else "") +
-            "; free memory or raise the memory limit, or make the function smaller "
-            "(a loop instead of unrolled Python steps: tj.scan / tj.fori_loop)") from None
+            f"{lines} lines of LLVM IR: {why}; free memory or raise the memory limit, or make "
+            "the function smaller (a loop instead of unrolled Python steps: tj.scan, "
+            "tj.fori_loop)") from None

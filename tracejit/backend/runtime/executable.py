@@ -320,7 +320,7 @@ class Executable:
             if module is None:    # compiled without loaded's lock: first calls go on meanwhile
                 module = loaded.Module(jit.Code())
                 try:
-                    jit.compile_private(code.llvm_ir, opt=1, cacheable=True, code=module.code)
+                    jit.compile_ir(code.llvm_ir, opt=1, cacheable=True, code=module.code)
                     module.fill_table(code.consts_global, code.emitter.consts.arrays)
                 except BaseException:
                     module.code.close()
