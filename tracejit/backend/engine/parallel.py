@@ -26,6 +26,15 @@ from . import jit, split, workers
 SECONDS_PER_LINE = {0: 25e-6, 1: 90e-6}
 PARALLEL_MIN_SECONDS = 0.3      # a worker round trip and the split cost a few ms; a pool ~0.1 s
 PART_LINES = 2000
+PRESTART_EQNS = 1000            # a graph this large emits a module well over the threshold
+
+
+def expect(equations: int) -> None:
+    """A graph of ``equations`` is about to be planned and emitted: start the workers now when
+    its module will compile on them (their start-up, ~0.1-0.3 s of CPU each, then overlaps
+    with planning and emission)."""
+    if equations >= PRESTART_EQNS:
+        workers.start()
 
 
 def estimated_seconds(text: str, opt: int) -> float:

@@ -11,11 +11,11 @@ Invariants:
   one thread each in the caller that feeds it jobs from one queue;
 - a worker is a fresh interpreter (``subprocess``: fork + exec, no ``os.fork`` of a process whose
   threads may hold llvmlite's lock), started with ``-I -S`` and only the directories of llvmlite
-  and tracejit on its path; it imports the engine package without tracejit's front end (its
+  and tracejit on its path; it imports ``jit`` without tracejit's front end (the packages'
   ``__init__`` files are skipped: importing tracejit takes ~0.5 s, the worker needs ~50 ms),
   and never the user's ``__main__`` (which ``multiprocessing``'s spawn and forkserver re-import);
-- jobs and results are length-prefixed pickles on the worker's stdin/stdout (the worker is
-  our own child; nothing else reads or writes those pipes);
+- jobs and results are length-prefixed bytes on the worker's stdin/stdout (``_BOOT`` is the
+  worker's whole program);
 - a worker that dies while compiling (LLVM's ``std::bad_alloc`` aborts, an ``RLIMIT_AS``, the
   OOM killer's SIGKILL) fails that job with ``WorkerDied`` and is replaced; its other jobs go to
   the other workers. The caller turns it into a ``MemoryError`` naming the part and module;
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import pickle
 import queue
 import signal
 import struct
@@ -35,17 +34,39 @@ import tempfile
 import threading
 from concurrent.futures import Future
 
-_FRAME = struct.Struct("<Q")
+_HEAD = struct.Struct("<QQQi")      # a job: lengths of text, cpu, features; opt
+_REPLY = struct.Struct("<cQd")      # a reply: b"o" ok / b"m" MemoryError / b"e", length, CPU s
+# The worker runs this, not this module: it needs only the engine (``jit``), and importing this
+# module would also load subprocess, concurrent.futures and tempfile (~0.1-0.3 s per worker on
+# a loaded machine). The protocol gets its own descriptor; whatever LLVM or Python print goes
+# to stderr.
 _BOOT = """\
-import os, sys, types
+import os, struct, sys, time, types
 root = sys.argv[1]
 sys.path[:0] = sys.argv[2:]
 for name in ("tracejit", "tracejit.backend", "tracejit.backend.engine"):
     package = types.ModuleType(name)
     package.__path__ = [os.path.join(root, *name.split("."))]
     sys.modules[name] = package
-from tracejit.backend.engine import workers
-workers.serve()
+from tracejit.backend.engine import jit
+head, reply = struct.Struct("<QQQi"), struct.Struct("<cQd")
+stdin, stdout = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")
+os.dup2(2, 1)
+while True:
+    h = stdin.read(head.size)
+    if len(h) < head.size:
+        break
+    n_text, n_cpu, n_features, opt = head.unpack(h)
+    text, cpu, features = (stdin.read(n).decode() for n in (n_text, n_cpu, n_features))
+    t0 = time.thread_time()
+    try:
+        kind, data = b"o", jit.compile_object(text, opt, cpu, features)
+    except MemoryError as exc:
+        kind, data = b"m", str(exc).encode()
+    except Exception as exc:
+        kind, data = b"e", f"{type(exc).__name__}: {exc}".encode()
+    stdout.write(reply.pack(kind, len(data), time.thread_time() - t0) + data)
+    stdout.flush()
 """
 
 
@@ -68,44 +89,22 @@ class WorkerDied(Exception):
         return f"exited with status {code}"
 
 
-def _write(stream, obj) -> None:
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_FRAME.pack(len(data)))
-    stream.write(data)
-    stream.flush()
-
-
-def _read(stream):
-    head = stream.read(_FRAME.size)
-    if len(head) < _FRAME.size:
+def _exchange(proc, job):
+    """Send ``(text, opt, cpu, features)`` to the worker and read its reply: (kind, payload,
+    CPU seconds); EOFError when it died."""
+    text, opt, cpu, features = job[0].encode(), job[1], job[2].encode(), job[3].encode()
+    proc.stdin.write(_HEAD.pack(len(text), len(cpu), len(features), opt))
+    for data in (text, cpu, features):
+        proc.stdin.write(data)
+    proc.stdin.flush()
+    head = proc.stdout.read(_REPLY.size)
+    if len(head) < _REPLY.size:
         raise EOFError
-    (n,) = _FRAME.unpack(head)
-    data = stream.read(n)
-    if len(data) < n:
+    kind, n, seconds = _REPLY.unpack(head)
+    payload = proc.stdout.read(n)
+    if len(payload) < n:
         raise EOFError
-    return pickle.loads(data)
-
-
-def serve() -> None:
-    """The worker's loop: ``(text, opt, cpu, features)`` in, ``("ok", object bytes, CPU
-    seconds)`` or ``("error", exception type name, message)`` out, until stdin closes."""
-    import time
-    from . import jit
-    # the protocol gets its own descriptor; whatever LLVM or Python print goes to stderr
-    stdin, stdout = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)
-    while True:
-        try:
-            job = _read(stdin)
-        except EOFError:
-            return
-        t0 = time.thread_time()
-        try:
-            obj = jit.compile_object(*job)
-            reply = ("ok", obj, time.thread_time() - t0)
-        except BaseException as exc:  # noqa: BLE001 - reported to the caller, who raises
-            reply = ("error", type(exc).__name__, str(exc))
-        _write(stdout, reply)
+    return kind, payload, seconds
 
 
 class _Worker:
@@ -141,17 +140,19 @@ class _Worker:
                 self.pool.replace(self)
                 return
             try:
-                _write(self.proc.stdin, job)
-                reply = _read(self.proc.stdout)
-            except (OSError, EOFError, pickle.UnpicklingError):
+                kind, payload, seconds = _exchange(self.proc, job)
+            except (OSError, EOFError):
                 future.set_exception(self._died())
                 self.pool.replace(self)
                 return
-            if reply[0] == "ok":
-                self.cpu_seconds += reply[2]
-                future.set_result(reply[1])
+            self.cpu_seconds += seconds
+            message = payload.decode("utf-8", "replace") if kind != b"o" else ""
+            if kind == b"o":
+                future.set_result(payload)
+            elif kind == b"m":
+                future.set_exception(MemoryError(message))
             else:
-                future.set_exception(_rebuild(reply[1], reply[2]))
+                future.set_exception(RuntimeError(message))
 
     def _died(self) -> WorkerDied:
         try:
@@ -185,13 +186,6 @@ class _Requeued:
 
     def __getattr__(self, name):
         return getattr(self.future, name)
-
-
-def _rebuild(kind: str, message: str) -> Exception:
-    """The worker's exception as one of the caller's (MemoryError stays a MemoryError)."""
-    if kind == "MemoryError":
-        return MemoryError(message)
-    return RuntimeError(f"{kind}: {message}")
 
 
 class _Pool:
@@ -231,6 +225,12 @@ def _get_pool() -> _Pool:
         if _pool is None:
             _pool = _Pool(size())
         return _pool
+
+
+def start() -> None:
+    """Start the pool now (when a large module is coming: the workers start while the caller
+    plans and emits it)."""
+    _get_pool()
 
 
 def submit(text: str, opt: int, cpu: str, features: str) -> Future:

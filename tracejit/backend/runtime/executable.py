@@ -165,6 +165,7 @@ class Executable:
         _register_libc()
         interrupt.install()            # Ctrl-C stops long loops (main thread, Linux)
         self.graph = graph
+        parallel.expect(len(graph.eqns))
         # a function writing into its arguments: each may hold its new value (plan/inplace.py)
         donated = None if any(v.ty.dynamic for v in (*graph.invars, *graph.outvars)) else \
             dict(graph.writes)
