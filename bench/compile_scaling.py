@@ -122,7 +122,7 @@ class Timers:
 
     def install(self):
         from tracejit import ad, api, derivatives
-        from tracejit.backend.engine import jit
+        from tracejit.backend.engine import jit, parallel
         from tracejit.backend.plan import buffers, partition
         from tracejit.backend.runtime import executable
         from tracejit.transforms import batching
@@ -138,6 +138,7 @@ class Timers:
         self.wrap(executable.Executable, "__init__", "emit")
         self.wrap(executable.Executable, "_emit", "emit")
         self.wrap(jit, "compile_ir", "llvm")
+        self.wrap(parallel, "compile_module", "llvm")     # large modules: on compile workers
         self.wrap(api.Compiled, "__call__", "run")
 
     def _count(self, graph, *_):

@@ -475,11 +475,11 @@ def test_a_failing_compile_does_not_strand_waiting_threads(busy_switching):
 
 def _backend_locks():
     """Every module-level lock of the backend that may be held around a compile, by name."""
-    from tracejit.backend.engine import threads
+    from tracejit.backend.engine import loaded, threads
     from tracejit.backend.mathlib import library as mathlib
     from tracejit.backend.matmul import blas
-    from tracejit.backend.runtime import executable, pyabi_dispatch, tiers
-    return {"jit._lock": jit._lock, "executable._modules_lock": executable._modules_lock,
+    from tracejit.backend.runtime import pyabi_dispatch, tiers
+    return {"jit._lock": jit._lock, "loaded._lock": loaded._lock,
             "library._lock": mathlib._lock, "threads._lock": threads._lock,
             "blas._lock": blas._lock, "pyabi_dispatch._lock": pyabi_dispatch._lock,
             "tiers._worker_lock": tiers._worker_lock,
@@ -503,6 +503,7 @@ def test_every_module_level_lock_is_listed_here():
                     for m in re.finditer(r"^(\w+) = threading\.R?Lock\(\)", fh.read(), re.M):
                         found.add(f"{name[:-3]}.{m.group(1)}")
     found.discard("tiers.hot_lock")          # tiers.py has its own at-fork handlers
+    found.discard("workers._pool_lock")      # so has workers.py (a child starts its own pool)
     assert found == set(_backend_locks())
 
 

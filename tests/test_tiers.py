@@ -81,7 +81,8 @@ def test_w1_bit_identical(dtype, threads):
             assert_same(r, base[0][0])
     assert re.search(r"declare .*@\"?tj_math_tanh_", exe.llvm_ir)     # base: the library's
     assert re.search(r"define internal .*@\"?tj_math_tanh_", exe._hot_code.llvm_ir)  # inlined
-    assert exe._tier_cell.kernel == jitmod.function_address(exe._hot_code.kernel_name)
+    assert exe._tier_cell.kernel == jitmod.function_address(exe._hot_code.kernel_name,
+                                                            exe._hot_module.code)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -134,7 +135,8 @@ def test_automatic_tier_up(monkeypatch):
         assert_same(f(x, y), want)
     assert tiers.wait_hot_compiles(60)
     assert exe.tier == "hot"
-    assert exe._tier_cell.kernel == jitmod.function_address(exe._hot_code.kernel_name)
+    assert exe._tier_cell.kernel == jitmod.function_address(exe._hot_code.kernel_name,
+                                                            exe._hot_module.code)
     assert_same(f(x, y), want)                           # native entry, hot kernel
     assert_same(exe([x, y])[0], want)                    # interpreter path, hot kernel
 

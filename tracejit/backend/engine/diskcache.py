@@ -60,7 +60,7 @@ _HEADER = struct.Struct("<I")      # length of the header (cache key and symbol 
 # compiled from their IR, what the disk cache and artifacts save (not entry thunks, libraries)
 stats = {"compiled": 0, "loaded": 0, "corrupt": 0, "rejected": 0, "lib_compiled": 0,
          "lib_loaded": 0, "graph_compiled": 0}
-_stats_lock = threading.Lock()     # compile_private counts from a background thread
+_stats_lock = threading.Lock()     # the hot tier counts from a background thread
 _warned: set = set()
 
 _O_READ = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | \

@@ -29,6 +29,7 @@ import contextlib
 import os
 import re
 import threading
+from typing import NamedTuple
 
 import llvmlite
 import llvmlite.binding as llvm
@@ -137,14 +138,76 @@ def data_layout():
     return _data_layout
 
 
+def _new_engine():
+    """An MCJIT engine with a TargetMachine of its own (an engine owns and frees its TM)."""
+    empty = llvm.parse_assembly("")
+    empty.triple = triple()
+    engine = llvm.create_mcjit_compiler(empty, _target_machine())
+    engine.set_object_cache(_cache_notify, _cache_getbuffer)
+    return engine
+
+
 def _get_engine():
+    """The process engine: library code and modules compiled outside a ``Code``."""
     global _engine
     if _engine is None:
-        empty = llvm.parse_assembly("")
-        empty.triple = triple()
-        _engine = llvm.create_mcjit_compiler(empty, _target_machine())
-        _engine.set_object_cache(_cache_notify, _cache_getbuffer)
+        _engine = _new_engine()
     return _engine
+
+
+class Code:
+    """The machine code of one graph's module and of the modules compiled into it later (its
+    native entries: ``into``), in an MCJIT engine of its own, so that it can be freed:
+    ``close()`` disposes of the engine with its code, data and symbol table (the process
+    engine keeps everything until exit). Symbols resolve within the engine first, then in
+    the process (``add_symbol``, libraries). The owner must guarantee that nothing calls the
+    code after ``close()``."""
+
+    def __init__(self):
+        self._engine = None
+        self.closed = False
+
+    def engine(self):
+        if self.closed:
+            raise RuntimeError("tracejit: compiled code used after it was freed")
+        if self._engine is None:
+            _get_engine()            # symbol lookup needs the process engine to exist
+            self._engine = _new_engine()
+        return self._engine
+
+    def add_objects(self, objects) -> None:
+        """Load object files (bytes) into the engine and resolve them together."""
+        with _lock:
+            engine = self.engine()
+            for obj in objects:
+                engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+            engine.finalize_object()
+
+    def close(self) -> None:
+        with _lock:
+            if self._engine is not None and not self.closed:
+                self._engine.close()
+            self._engine, self.closed = None, True
+
+
+_into = threading.local()      # this thread's ``into`` block: the Code compile_ir adds to
+
+
+@contextlib.contextmanager
+def into(code: Code):
+    """Inside the block, ``compile_ir`` and ``function_address`` without a ``code`` use
+    ``code`` (a native entry is compiled next to the kernel it calls, and freed with it)."""
+    previous = getattr(_into, "code", None)
+    _into.code = code
+    try:
+        yield code
+    finally:
+        _into.code = previous
+
+
+def _engine_of(code):
+    code = code if code is not None else getattr(_into, "code", None)
+    return code.engine() if code is not None else _get_engine()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -300,6 +363,40 @@ def compile_library(name: str, build, source: str, opt: int = 1) -> bool:
         return _add_object(_get_engine(), path, key, None, emit, "lib_")
 
 
+class Cached(NamedTuple):
+    """Where a module's object code is kept: its cache key, the symbols it defines, its entry
+    path in ``config.cache_dir`` (or None), and the object found (or None)."""
+    key: str
+    symbols: list
+    path: str | None
+    obj: bytes | None
+
+
+def cached_object(text: str, opt: int) -> Cached:
+    """The object code of the cacheable module ``text`` at ``opt`` handed over to this
+    thread's ``object_code`` block or in the disk cache (authenticated), if any."""
+    key, symbols = cache_key(text, opt), defined_symbols(text)
+    state = getattr(_handover, "state", None)
+    path = os.path.join(config.cache_dir, key + ".o") if config.cache_dir else None
+    obj = _handed_over(state, key, symbols)
+    if obj is None and path:
+        obj = _read_entry(path, key, symbols)
+    return Cached(key, symbols, path, obj)
+
+
+def keep_object(cached: Cached, opt: int, obj: bytes) -> None:
+    """Count the object of ``cached`` (loaded when it was found, else compiled: written to the
+    disk cache) and record it in this thread's ``object_code`` block."""
+    if cached.obj is None:
+        if cached.path:
+            _write_entry(cached.path, obj, cached.key, cached.symbols)
+        diskcache.count("graph_compiled")
+    diskcache.count("compiled" if cached.obj is None else "loaded")
+    state = getattr(_handover, "state", None)
+    if state is not None:
+        state[0].append((cached.key, tuple(cached.symbols), opt, bytes(obj)))
+
+
 def _add_object(engine, path, key, symbols, emit, counter="", state=None, opt=0, graph=False):
     """Add object code to the engine: the object handed over for ``key`` and ``symbols`` in
     ``state`` (an object_code block's), else the authenticated entry at ``path``, else
@@ -375,18 +472,26 @@ def parse(llvm_ir: str):
     return mod
 
 
-def compile_ir(llvm_ir, opt: int = 1, cacheable: bool = False):
-    """Parse, verify, optimise and add an LLVM module to the process engine.
+def compile_ir(llvm_ir, opt: int = 1, cacheable: bool = False, code: Code | None = None):
+    """Parse, verify, optimise and add an LLVM module to the engine of ``code`` (default: the
+    ``into`` block's, else the process engine).
 
     ``llvm_ir`` is an ``llvmlite.ir.Module`` or its text. Returns the binding module (no longer
-    owned by the engine: its code stays loaded, its IR is freed with it). Raises RuntimeError
-    naming any external symbol that does not resolve.
+    owned by the engine: its code stays loaded, its IR is freed with it), None for a ``code``
+    (compiled in a private LLVM context by ``compile_object``: a module parsed into the
+    process context leaves its constants and types there for good, ~60 KB per graph, and a
+    Code is meant to be freed). Raises RuntimeError naming any external symbol that does not
+    resolve.
     ``cacheable``: the module's symbol names are derived from its content (not from a process
     counter), so its object code may be stored in and loaded from ``config.cache_dir``.
     ``opt=0`` is the fast tier: no optimisation pipeline and FastISel code generation (the
     explicit vector IR of fused loops runs as fast as at O1, and compiles 3-5x faster).
     """
     text = str(llvm_ir)
+    code = code if code is not None else getattr(_into, "code", None)
+    if code is not None:
+        _compile_into(code, text, opt, cacheable)
+        return None
     with _lock:
         engine = _get_engine()
         mod = parse(text)
@@ -451,57 +556,85 @@ def _add_fast(engine, mod, text, state, cacheable):
 
 _EXTERNAL = re.compile(r'^(declare) [^@]*@"?([^"(\s]+)"?\(|^@"?([^"\s]+)"? = external global',
                        re.M)
-_private = threading.local()       # per thread: (pass TargetMachine, object TargetMachine)
+_private = threading.local()       # per thread: {(optimised, cpu, features): TargetMachines}
 
 
-def compile_private(llvm_ir, opt: int = 1, cacheable: bool = False) -> None:
-    """``compile_ir`` for a background thread (the hot tier, ``tiers.py``): the module is
-    parsed into a private LLVM context and optimised and code-generated with this thread's own
-    TargetMachines, without ``_lock``; only adding the object to the engine takes it. So a
-    compile in the foreground waits for one LLVM call at most (llvmlite serialises its calls
-    with a lock of its own), not for this whole compile. The object is cached on disk like
-    ``compile_ir``'s (``cacheable``), under ``cache_key(text, opt)``."""
-    text = str(llvm_ir)
+def _thread_tms(opt: int, cpu: str, features: str):
+    """This thread's (pass, object) TargetMachines for ``opt`` on ``cpu`` / ``features`` (a
+    TargetMachine is not shared between threads that run LLVM without ``_lock``)."""
     tms = getattr(_private, "tms", None)
     if tms is None:
-        tms = _private.tms = (_target_machine(), _target_machine())
+        tms = _private.tms = {}
+    key = (opt > 0, cpu, features)
+    if key not in tms:
+        target = llvm.Target.from_default_triple()
+        make = lambda level: target.create_target_machine(  # noqa: E731
+            cpu=cpu, features=features, opt=level, jit=True)
+        tms[key] = (make(3), make(3)) if opt > 0 else (None, make(0))
+    return tms[key]
+
+
+def check_externals(text: str, code: Code | None = None) -> None:
+    """RuntimeError naming an external of the module ``text`` that does not resolve in the
+    process or in the engine of ``code`` (where an entry finds its kernel): an unresolved
+    symbol would segfault on the first call."""
     _get_engine()                       # symbol lookup needs an engine
-    path = key = symbols = None
-    if cacheable and config.cache_dir:
-        key = cache_key(text, opt)
-        path = os.path.join(config.cache_dir, key + ".o")
-        symbols = defined_symbols(text)
-    obj = _read_entry(path, key, symbols) if path else None
-    loaded = obj is not None
-    if not loaded:
-        context, mod = llvm.create_context(), None
-        try:
-            mod = llvm.parse_assembly(text, context=context)
-            mod.verify()
-            mod.triple = triple()
-            mod.data_layout = data_layout()
-            # externals from the text: walking the module would be a few ctypes calls per
-            # function, and each one re-takes the GIL (up to 5 ms when the foreground is busy)
-            for kind, fn_name, gv_name in set(_EXTERNAL.findall(text)):
-                name = fn_name or gv_name
-                if not name.startswith("llvm.") and llvm.address_of_symbol(name) is None:
-                    what = "function" if kind else "global"
-                    raise RuntimeError(f"tracejit: unresolved external {what} {name!r}")
-            optimize(mod, opt, tms[0])
-            obj = tms[1].emit_object(mod)
-        finally:
-            if mod is not None:
-                mod.close()             # before its context
-            context.close()
-        if path:
-            _write_entry(path, obj, key, symbols)
-    with _lock:
-        diskcache.count("loaded" if loaded else "compiled")
-        if cacheable and not loaded:
-            diskcache.count("graph_compiled")
-        engine = _get_engine()
-        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-        engine.finalize_object()
+    own = code.engine() if code is not None else None
+    # from the text: walking the module would be a few ctypes calls per function, and each
+    # one re-takes the GIL (up to 5 ms when the foreground is busy)
+    for kind, fn_name, gv_name in set(_EXTERNAL.findall(text)):
+        name = fn_name or gv_name
+        if name.startswith("llvm.") or llvm.address_of_symbol(name) is not None:
+            continue
+        with _lock:
+            found = own is not None and (own.get_function_address(name) if kind else
+                                         own.get_global_value_address(name))
+        if not found:
+            what = "function" if kind else "global"
+            raise RuntimeError(f"tracejit: unresolved external {what} {name!r}")
+
+
+def compile_object(text: str, opt: int, cpu: str | None = None,
+                   features: str | None = None) -> bytes:
+    """Object code of the module ``text``: parsed into a private LLVM context, optimised at
+    ``opt`` (the pipeline of ``optimize``; none at 0) and code-generated for the host (or
+    ``cpu`` / ``features``) with the JIT's settings (opt 0: FastISel), without ``_lock``.
+    The same text and arguments give the same bytes in any process (compile workers,
+    ``workers.py``, run this)."""
+    if cpu is None:
+        cpu, features = host_cpu()
+    pass_tm, obj_tm = _thread_tms(opt, cpu, features)
+    context, mod = llvm.create_context(), None
+    try:
+        mod = llvm.parse_assembly(text, context=context)
+        mod.verify()
+        mod.triple = triple()
+        mod.data_layout = str(obj_tm.target_data)
+        if opt > 0:
+            optimize(mod, opt, pass_tm)
+        return obj_tm.emit_object(mod)
+    finally:
+        if mod is not None:
+            mod.close()                 # before its context
+        context.close()
+
+
+def _compile_into(code: Code, text: str, opt: int, cacheable: bool) -> None:
+    """``compile_ir`` into a Code: the object comes from the cache (``cached_object``) or from
+    ``compile_object`` (the same bytes as a compile worker's), without ``_lock``: only adding
+    it to the engine takes it. So a foreground compile waits for one LLVM call at most
+    (llvmlite serialises its calls with a lock of its own) while a background thread (the hot
+    tier, ``tiers.py``) compiles, not for its whole compile."""
+    cached = cached_object(text, opt) if cacheable else None
+    obj = cached.obj if cached is not None else None
+    if obj is None:
+        check_externals(text, code=code)
+        obj = compile_object(text, opt)
+    if cached is not None:
+        keep_object(cached, opt, obj)
+    else:
+        diskcache.count("compiled")
+    code.add_objects([obj])
 
 
 _fast_tm_ = None
@@ -514,18 +647,19 @@ def _fast_tm():
     return _fast_tm_
 
 
-def function_address(name: str) -> int:
-    """Address of a compiled function (after ``compile_ir``)."""
+def function_address(name: str, code: Code | None = None) -> int:
+    """Address of a compiled function (after ``compile_ir``) in ``code`` (default: the
+    ``into`` block's, else the process engine)."""
     with _lock:
-        addr = _get_engine().get_function_address(name)
+        addr = _engine_of(code).get_function_address(name)
     if not addr:
         raise RuntimeError(f"tracejit: no compiled function named {name!r}")
     return addr
 
 
-def global_address(name: str) -> int:
+def global_address(name: str, code: Code | None = None) -> int:
     with _lock:
-        return _get_engine().get_global_value_address(name)
+        return _engine_of(code).get_global_value_address(name)
 
 
 def emit_assembly(llvm_ir, opt: int = 1) -> str:

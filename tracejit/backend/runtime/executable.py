@@ -21,8 +21,10 @@ Disk-cacheable: symbol names are derived from the content (a hash of the IR emit
 placeholder prefix and of the constant values), and constant arrays (graph constants, iota
 ranges, literals broadcast into loop operands) are reached through a per-module pointer table
 (``emit/segment.py``, ``ConstTable``) that is filled after loading, so no address is baked into
-the code; the module is compiled with ``jit.compile_ir(..., cacheable=True)`` (used when
-``config.cache_dir`` is set). A module already loaded in this process is reused, not recompiled.
+the code; the module is compiled by ``parallel.compile_module`` (in-process, or in parts on compile
+workers when large; disk-cached when ``config.cache_dir`` is set) into a ``jit.Code`` of its
+own. A module already loaded in this process is reused, not recompiled; its machine code and
+constant table are freed when the last executable using it is collected (``engine/loaded.py``).
 
 Tiers: modules without matmul kernels compile at opt 0 (no pipeline, FastISel): fused loops are
 explicit vector IR, and run as fast (W1, W7 within noise; 3-5x shorter compiles); a gradient
@@ -45,7 +47,6 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import logging
-import threading
 import time
 import weakref
 from typing import NamedTuple
@@ -60,7 +61,7 @@ from ..abi import (CHECK_BITS, DESC_BYTES, ERR_INDEX, ERR_INTERRUPT, ERR_NOMEM, 
                    ERR_WHILE_LIMIT)
 from ..emit import control, interrupt, segment
 from ..emit.segment import graph_namer
-from ..engine import jit
+from ..engine import jit, loaded, parallel
 from ..matmul.kernel import vector_bytes
 from ..plan import buffers, partition
 from ..plan.steps import (ArgStep, ControlStep, FallbackStep, LinalgStep, LoopGroup, MatmulStep,
@@ -140,23 +141,6 @@ def _raise(code):
 
 _data_ptr = _init_data_ptr()
 _PLACEHOLDER = "tjgraph"      # symbol prefix while emitting; replaced by the content hash
-_modules: dict = {}           # content name -> (pointer table, arrays): loaded modules, kept
-_modules_lock = threading.Lock()
-jit.register_fork_lock(_modules_lock)
-
-
-def _fill_const_table(global_name, arrays):
-    """Point the module's ``@..._consts`` global at a pointer array of ``arrays`` (kept alive
-    for the life of the process, like the module's code)."""
-    if not global_name:
-        return None
-    keep = [np.ascontiguousarray(a) for a in arrays]
-    table = (ctypes.c_void_p * len(keep))(*[a.ctypes.data for a in keep])
-    address = jit.global_address(global_name)
-    if not address:
-        raise RuntimeError(f"tracejit: constant table {global_name!r} not found after loading")
-    ctypes.c_void_p.from_address(address).value = ctypes.addressof(table)
-    return table, keep
 
 
 class _Code(NamedTuple):
@@ -181,6 +165,7 @@ class Executable:
         _register_libc()
         interrupt.install()            # Ctrl-C stops long loops (main thread, Linux)
         self.graph = graph
+        parallel.expect(len(graph.eqns))
         # a function writing into its arguments: each may hold its new value (plan/inplace.py)
         donated = None if any(v.ty.dynamic for v in (*graph.invars, *graph.outvars)) else \
             dict(graph.writes)
@@ -201,22 +186,25 @@ class Executable:
         # with FastISel (measured: W1/W7 within noise, 3-5x faster compiles); matmul kernels
         # need O1 + full codegen (5x slower code otherwise).
         self.opt = 1 if emitter.has_matmul else 0
-        with _modules_lock:
-            if code.name not in _modules:
-                with compiler_stage("LLVM compilation", graph):
-                    jit.compile_ir(self.llvm_ir, opt=self.opt, cacheable=True)
-                _modules[code.name] = _fill_const_table(code.consts_global,
-                                                        emitter.consts.arrays)
-            self._const_table = _modules[code.name]
+
+        def build(module):
+            with compiler_stage("LLVM compilation", graph):
+                parallel.compile_module(module.code, self.llvm_ir, self.opt, cacheable=True)
+            module.fill_table(code.consts_global, emitter.consts.arrays)
+
+        # the machine code is freed when the last executable of this content goes
+        self._module = loaded.acquire(code.name, build)
+        self._names = [code.name]
+        weakref.finalize(self, loaded.release, self._names)
         t2 = time.perf_counter()
         self.compile_seconds = {"emit": t1 - t0, "llvm": t2 - t1}
-        self._segs = {name: _KERNEL_T(jit.function_address(name))
+        machine = self._module.code
+        self._segs = {name: _KERNEL_T(jit.function_address(name, machine))
                       for kind, name, *_ in self.program if kind == "seg"}
         self.tier = "base"                  # "hot" once tier_up() switched the kernel
         self._tier_cell = None              # pyabi.TierCell of a tier-up candidate
         if self.native:
-            self.kernel_address = jit.function_address(self.kernel_name)
-            jit.add_symbol(self.kernel_name, self.kernel_address)    # for pyabi entry modules
+            self.kernel_address = jit.function_address(self.kernel_name, machine)
             self._kernel = _KERNEL_T(self.kernel_address)
             if self.opt == 0:
                 self._tier_cell = tiers.new_tier_cell(self)
@@ -329,15 +317,20 @@ class Executable:
         try:
             t0 = time.perf_counter()
             code = self._emit(hot=True)
-            with _modules_lock:
-                loaded = code.name in _modules
-            if not loaded:           # compiled without _modules_lock: first calls go on meanwhile
-                jit.compile_private(code.llvm_ir, opt=1, cacheable=True)
-                table = _fill_const_table(code.consts_global, code.emitter.consts.arrays)
-                with _modules_lock:
-                    _modules.setdefault(code.name, table)
-            address = jit.function_address(code.kernel_name)
-            self._hot_code, self._hot_table = code, _modules[code.name]
+            module = loaded.lookup(code.name)
+            if module is None:    # compiled without loaded's lock: first calls go on meanwhile
+                module = loaded.Module(jit.Code())
+                try:
+                    jit.compile_ir(code.llvm_ir, opt=1, cacheable=True, code=module.code)
+                    module.fill_table(code.consts_global, code.emitter.consts.arrays)
+                except BaseException:
+                    module.code.close()
+                    raise
+                module = loaded.add(code.name, module)
+            module.gil_free = module.gil_free or self._module.gil_free
+            self._names.append(code.name)
+            address = jit.function_address(code.kernel_name, module.code)
+            self._hot_code, self._hot_module = code, module
             self.compile_seconds["hot"] = time.perf_counter() - t0
             self._kernel = _KERNEL_T(address)
             self._tier_cell.kernel = address     # native entries switch at their next call
@@ -517,7 +510,12 @@ class Executable:
         module.triple = jit.triple()
         kernel = ir.Function(module, ir.FunctionType(ir.IntType(32), [ir.PointerType()]),
                              self.kernel_name)
-        return pyabi.build_entry(module, kernel, spec)
+        if spec.release_gil:     # another thread may be in this code when the last user goes
+            for code in (self._module, getattr(self, "_hot_module", None)):
+                if code is not None:
+                    code.gil_free = True
+        with jit.into(self._module.code):     # next to its kernel, freed with it
+            return pyabi.build_entry(module, kernel, spec)
 
     # inspection ----------------------------------------------------------------------------------
     def asm(self) -> str:

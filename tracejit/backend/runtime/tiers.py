@@ -20,7 +20,7 @@ Invariants:
   exception is the sign and payload of a NaN, which LLVM does not preserve through folding
   (LangRef: "Floating-point environment"), so NaN positions agree but their bits may not;
 - the compile runs on one daemon thread, one at a time (``hot_lock``); it takes the engine
-  lock only to add the object (``jit.compile_private``), so first calls of other signatures
+  lock only to add the object (``jit.compile_ir`` into a ``jit.Code``), so first calls of other signatures
   compile meanwhile; at exit queued compiles are skipped and a running one is waited for;
 - a failed hot compile is logged and leaves the base tier running;
 - ``os.fork`` waits for a running compile (so no LLVM lock is held in the child) and the child
