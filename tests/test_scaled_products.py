@@ -111,6 +111,17 @@ def test_literal_scalars(dtype):
     assert _steps(plan) == ["matmul"] and "epilogue" in plan, plan
 
 
+def test_fold_can_be_turned_off(monkeypatch):
+    """config.fold_product_scalars = False keeps NumPy's order: the scaled operand is a loop of
+    its own before the product, and the result is the product of the materialised operand."""
+    (A, B, _), _ = _operands("mat", np.float64, np.random.default_rng(6))
+    monkeypatch.setattr(tj.config, "fold_product_scalars", False)
+    f = tj.trace(lambda A, B: (1.7 * A) @ B)
+    assert _steps(f.ir(A, B, stage="fused"))[0] != "matmul"
+    g = tj.trace(lambda A2, B: A2 @ B)          # the same product of the scaled operand
+    np.testing.assert_array_equal(f(A, B), g(1.7 * A, B))
+
+
 def _steps(plan):
     """The fused plan's step kinds, leaving out rank-0 loops (a Python float converted to an
     f32 scalar once per call)."""

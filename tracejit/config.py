@@ -43,6 +43,12 @@ Attributes (all plain, settable at run time):
   it costs one copy (``tracejit/transforms/roll.py``); results are bit for bit the same. env
   TRACEJIT_ROLL_LOOPS=0 turns it off.
 
+- ``fold_product_scalars``: the llvm backend computes ``(s * A) @ B`` (and ``A @ (B / s)``,
+  ``-A @ B``...) as ``s * (A @ B)`` with the scale in the product's epilogue, as BLAS's alpha
+  does, instead of materialising the scaled operand: equal up to the product's rounding, not
+  bit for bit (and it can overflow where the scaled operand would not).
+  TRACEJIT_FOLD_PRODUCT_SCALARS=0 keeps NumPy's order of operations.
+
 - ``autograph``: when a trace fails because Python branched on a traced value (``if``,
   ``while``, ``and``/``or``/``not``, ``a if c else b``), trace again with the user's functions
   converted to graph control flow (``tracejit/autograph.py``); env TRACEJIT_AUTOGRAPH=0 turns
@@ -153,11 +159,12 @@ class Config:
         self.hot_tier = _flag("TRACEJIT_HOT_TIER", True)
         self.autograph = _flag("TRACEJIT_AUTOGRAPH", True)
         self.roll_loops = _flag("TRACEJIT_ROLL_LOOPS", True)
+        self.fold_product_scalars = _flag("TRACEJIT_FOLD_PRODUCT_SCALARS", True)
         self.bug_report_dir = env.get("TRACEJIT_BUG_REPORT_DIR") or None
 
     # Settings that change what a compiled function computes; assigning one of them drops the
     # native fast-path entries of every traced function (they were built for the old value).
-    _AFFECTS_CODE = ("backend", "strong_zero_where", "debug_nans")
+    _AFFECTS_CODE = ("backend", "strong_zero_where", "debug_nans", "fold_product_scalars")
 
     def _from_env(self, name, raw, default, parse=str):
         """Set ``name`` from an environment variable's text (None: unset), or to ``default``

@@ -92,7 +92,10 @@ def partition(graph, vector_bytes: int, donated=None, arguments=False) -> Plan:
     ``donated`` (input index -> output index): inputs whose buffer the caller lets that output
     reuse; ``arguments``: they are the caller's arrays (``Plan.donated``, ``inplace.py``)."""
     # views of values sunk, scalar factors moved from product operands to their epilogues
-    plan = Plan(fold_scalars(sink_views(graph)), vector_bytes, donated, arguments)
+    graph = sink_views(graph)
+    if config.fold_product_scalars:
+        graph = fold_scalars(graph)
+    plan = Plan(graph, vector_bytes, donated, arguments)
     graph = plan.graph
     last_by_shape: dict = {}
     for eqn in graph.eqns:
