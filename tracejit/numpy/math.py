@@ -430,13 +430,33 @@ def _no_bool(*xs):
 @_export
 @implements(np.power)
 def power(x1, x2, /):
-    """x1 ** x2. A Python-int exponent becomes integer_pow (exact repeated multiplication)."""
+    """x1 ** x2. A Python-int exponent becomes integer_pow (exact repeated multiplication).
+    A real array to a scalar exponent 0.5 is its sqrt, as NumPy's power loop computes it
+    (its fast path for an exponent of stride 0: sqrt(-0.0) is -0.0 and sqrt(-inf) NaN, where
+    C's pow, which a NumPy scalar's ``**`` uses (``scalar_power``), gives 0.0 and inf)."""
+    if isinstance(x1, Tracer) and x1.dtype.kind == "f" and _is_half(x2):
+        dt, weak = _promoted(x1, x2)
+        return sqrt(convert(x1, dt, weak))
+    return scalar_power(x1, x2)
+
+
+def _is_half(x):
+    """Whether ``x`` is a concrete scalar 0.5 (a Python or NumPy float, a 0-d array)."""
+    from ._base import concrete
+    x = concrete(x)
+    return isinstance(x, (float, np.floating, np.ndarray)) and np.ndim(x) == 0 and x == 0.5
+
+
+def scalar_power(x1, x2):
+    """``x1 ** x2`` of a NumPy scalar ``x1`` (C's pow: no fast path for 0.5; see power)."""
     # (-64 <= n, not abs(n): this module's abs is NumPy's, which wraps -2**63)
     if isinstance(x2, (int, np.integer)) and not isinstance(x2, bool) and \
             isinstance(x1, Tracer) and -64 <= int(x2) <= 64:
         n = int(x2)
         if n < 0 and x1.dtype.kind in "biu":
-            from .intrange import int_exponent_sign
+            from .intrange import check_narrowing, int_exponent_sign
+            if type(x2) is int:                  # NumPy converts it first: -1 is no uint8
+                check_narrowing(n, x1.dtype)
             int_exponent_sign(n)                 # raises NumPy's ValueError, at the user's line
         if x1.dtype.kind == "b":
             x1 = convert(x1, dtypes.int64)

@@ -57,6 +57,13 @@ def value(t: Tracer) -> Tracer:
     return Tracer(t.builder, t.irvar)
 
 
+def array_copy(t: Tracer) -> Tracer:
+    """A new array of ``t``'s value (a 0-d array, not a scalar, when ``t`` is 0-d)."""
+    out = value(t)
+    out.frozen = False if t.ndim == 0 else None
+    return out
+
+
 def is_scalar(t: Tracer) -> bool:
     """Whether NumPy would hold this value as an immutable scalar (see the module docstring)."""
     return t.frozen if t.frozen is not None else (t.ndim == 0 and t.base is None)
@@ -66,9 +73,11 @@ def link(parent, child, take, put, readonly=None, relayout=None):
     """Record that ``child`` is a NumPy view of ``parent``; returns ``child``."""
     if not isinstance(parent, Tracer) or not isinstance(child, Tracer):
         return child
-    if is_scalar(parent) and put is not None:      # NumPy makes a new array of a scalar
+    if is_scalar(parent) and put is not None:
+        # NumPy makes a new array of a scalar, but for the methods that keep its shape, which
+        # return a scalar (s.T, s.squeeze(), s.reshape(()), s.real; s[...] is in view_getitem)
         child = value(child)
-        child.frozen = False if child.ndim == 0 else None
+        child.frozen = None
         return child
     if child is parent:
         return child
@@ -285,11 +294,15 @@ def view_getitem(self, idx):
     """``x[idx]``: basic indexing (ints, slices, None, ...) is a view of x, the rest a copy."""
     out = indexing.getitem(self, idx)
     parts = idx if isinstance(idx, tuple) else (idx,)
-    if not isinstance(out, Tracer) or out is self or \
+    if not isinstance(out, Tracer) or \
             any(isinstance(p, (Tracer, list, np.ndarray, bool, np.bool_)) for p in parts):
         return out
     if out.ndim == 0 and not any(p is Ellipsis for p in parts):
-        return out                        # NumPy gives a scalar (a copy)
+        return value(out) if out is self else out       # NumPy gives a scalar (a copy)
+    if out.ndim == 0 and is_scalar(self):
+        return array_copy(out)            # s[...]: a new 0-d array of the scalar
+    if out is self:
+        return out
     return link(self, out, lambda p: indexing.getitem(p, idx),
                 lambda p, v: indexing.update(p, idx, v, "set"),
                 relayout=lambda lay: lay[idx])
