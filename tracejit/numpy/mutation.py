@@ -529,13 +529,46 @@ def copyto(dst, src, casting="same_kind", where=True):
     write_result(_target(dst, "copyto"), src, casting, where, "copyto")
 
 
-def _cyclic(values, n, dtype):
-    """``values`` flattened and repeated to length ``n`` (NumPy's put/putmask/place rule)."""
+def _as_values(values, dtype, fname):
+    """``values`` as NumPy's put/putmask/place convert them to ``dtype``, as np.array(values,
+    dtype) does: a scalar in a list, or a bare Python number, is stored as ``x[i] = s`` stores
+    it (``intrange.store_scalar``: through int(), so [np.int64(300)] into int8 raises
+    OverflowError), an array or a bare NumPy scalar is cast (putmask and place refuse an array
+    they cannot cast under 'safe', as NumPy)."""
     from ._base import has_tracer
     from .creation import array
+    if isinstance(values, (list, tuple)):
+        if not has_tracer(values):
+            return np.array(values, dtype)            # NumPy's own conversion and errors
+        return array(_stored(values, dtype), dtype)
+    if isinstance(values, (np.ndarray, Tracer)) and not \
+            (isinstance(values, Tracer) and is_scalar(values)):
+        vt = type_of(values)
+        if fname in ("place", "putmask") and not np.can_cast(vt.dtype, dtype, casting="safe"):
+            what = "scalar" if vt.ndim == 0 else "array data"
+            raise TypeError(f"Cannot cast {what} from dtype('{vt.dtype}') to dtype('{dtype}') "
+                            f"according to the rule 'safe' (np.{fname} values)")
+        return values
+    if not isinstance(values, np.generic) and (not isinstance(values, Tracer) or
+                                               type_of(values).weak):
+        values = intrange.store_scalar(values, dtype)  # a Python number: int(), as x[i] = v
+    return values
+
+
+def _stored(values, dtype):
+    """A list of values with its scalars stored as ``x[i] = s`` stores them (see _as_values)."""
+    if isinstance(values, (list, tuple)):
+        return [_stored(v, dtype) for v in values]
+    if isinstance(values, np.ndarray) or isinstance(values, Tracer) and not is_scalar(values):
+        return values
+    return intrange.store_scalar(values, dtype)
+
+
+def _cyclic(values, n, dtype, fname):
+    """``values`` as NumPy converts them (``_as_values``), flattened and repeated to length
+    ``n`` (NumPy's put/putmask/place rule)."""
     from .shape import ravel
-    if isinstance(values, (list, tuple)) and has_tracer(values):
-        values = array(values)
+    values = _as_values(values, np.dtype(dtype), fname)
     flat = ravel(values) if isinstance(values, Tracer) else np.ravel(values)
     k = flat.shape[0]
     if k == 0:
@@ -548,7 +581,8 @@ def _put_flat(a, positions, values, fname):
     a = _target(a, fname)
     check_writeable(a)                      # NumPy's first error, before an index error
     n = np.shape(positions)[0] if not isinstance(positions, Tracer) else positions.shape[0]
-    flat = indexing.update(ravel(value(a)), positions, _cyclic(values, n, a.dtype), "set")
+    flat = indexing.update(ravel(value(a)), positions, _cyclic(values, n, a.dtype, fname),
+                           "set")
     assign(a, shp.reshape(flat, a.shape))
 
 
@@ -580,7 +614,7 @@ def putmask(a, mask, values):
     """numpy.putmask: a.flat[i] = values.flat[i % len(values)] where mask.flat[i]."""
     from .logic import where
     a = _target(a, "putmask")
-    full = shp.reshape(_cyclic(values, a.size, a.dtype), a.shape)
+    full = shp.reshape(_cyclic(values, a.size, a.dtype, "putmask"), a.shape)
     assign(a, where(mask, full, value(a)))
 
 
