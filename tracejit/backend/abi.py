@@ -26,6 +26,10 @@ CHECK_BITS = {
     "all_nan_slice": 2048,  # nanargmax/nanargmin of an all-NaN slice (ValueError)
     "singular_matrix": 4096,  # numpy.linalg.solve / inv (LinAlgError)
     "not_positive_definite": 8192,  # numpy.linalg.cholesky (LinAlgError)
+    "python_int_out_of_bounds": 16384,  # a computed Python int next to a narrower array
+    "python_int_overflow": 32768,  # a Python-int computation beyond int64 (OverflowError)
+    "python_int_zero_division": 65536,  # Python ints: k // 0, k % 0 (ZeroDivisionError)
+    "python_int_negative_shift": 131072,  # Python ints: k << -1 (ValueError)
 }
 
 DESC_BYTES = 16            # a stack descriptor: {ptr data, i64 length}

@@ -150,9 +150,8 @@ def elementwise(prim, opname, *args, dtype=None, kinds=None):
             if exact is not None:
                 return exact
         else:
-            for a in args:
-                if intrange.is_weak_int(a):
-                    intrange.check_narrowing(a, dt)
+            args = [intrange.check_narrowing(a, dt) if intrange.is_weak_int(a) else a
+                    for a in args]
     ops = [convert(a, dt, weak) for a in args]
     shapes = [shape_of(a) for a in ops]
     shape = broadcast_shapes(opname, *shapes)
@@ -161,7 +160,10 @@ def elementwise(prim, opname, *args, dtype=None, kinds=None):
         # concrete operands inside a trace: compute now (constant folding at trace time)
         vals = [a.value if isinstance(a, Literal) else a for a in ops]
         return prim.impl(*vals)
-    return prim.bind(*ops)
+    out = prim.bind(*ops)
+    if weak and dt == dtypes.int64:      # Python ints: exact, or an error (never wrapped)
+        out = intrange.python_int_result(prim, ops, out)
+    return out
 
 
 def filled(shape, value, dtype):

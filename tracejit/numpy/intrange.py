@@ -17,9 +17,13 @@ is unknown at trace time, so:
 - uint64 against a signed integer array compares exactly too (``compare_mixed_sign``), as
   NumPy 2 does, although the two promote to float64.
 - Arithmetic (every other integer ufunc) raises NumPy's OverflowError at trace time for a
-  literal or an argument known to be out of range (``check_narrowing``). A weak int computed
-  inside the trace (``k + 1``) has no recorded range; converting it wraps, as an int64 -> int8
-  or uint32 cast does.
+  literal or an argument known to be out of range (``check_narrowing``); a weak int computed
+  inside the trace (``k * 2``) has no recorded range: its value is checked when the function
+  runs (``check_p``), on every backend.
+- Python ints computed from Python ints are exact in Python; traced, they are int64, so each
+  operation on them (+ - * // % ** << >>, unary -, abs) checks at run time that its result did
+  not wrap (``python_int_result``: OverflowError), and ``//``/``%`` by zero and negative shift
+  counts raise Python's ZeroDivisionError/ValueError, where NumPy's int64 would answer quietly.
 
 Invariant: the registry maps ``id(var)`` of the current trace's input vars, which the trace
 keeps alive, to their range; it is reset when the trace ends.
@@ -154,22 +158,111 @@ def _fits(value, dtype) -> bool:
 
 
 def check_narrowing(x, dtype):
-    """Before an arithmetic ufunc converts the weak int ``x`` to ``dtype``: NumPy's
-    OverflowError when it is known not to fit; a recorded fact when the graph relies on it
-    fitting. Anything else passes."""
+    """``x`` as an arithmetic ufunc converts the weak int ``x`` to ``dtype``: NumPy's
+    OverflowError when it is known not to fit (a literal, an argument's range, while tracing;
+    a recorded fact when the graph relies on it fitting), a run-time check of its value for a
+    Python int the function computed (``k * 2``). Anything else passes unchanged."""
     if not narrows(dtype):
-        return
+        return x
     value = _python_int(x)
     if value is not None:
         if not _fits(value, dtype):
             raise _overflow(value, np.dtype(dtype))
-        return
+        return x
     known = _known(x)
     if known is not None:
         field, fits = _field(dtype)
         if getattr(known[0], field) != fits:
             raise _overflow(known[1], np.dtype(dtype))
         _rely(known, field)
+        return x
+    if not (isinstance(x, Tracer) and is_weak_int(x)):
+        return x
+    from ..ops.elementwise import check
+    info = np.iinfo(dtype)
+    with _unchecked():
+        bad = x < int(info.min) if info.max >= _INT64_MAX else \
+            (x < int(info.min)) | (x > int(info.max))
+    return check(bad, x, error="python_int_out_of_bounds")
+
+
+# Python ints computed in a trace are weak int64 tracers; Python's ints are exact, so an
+# operation whose int64 result wrapped (or a // or % by zero, or a negative shift) raises when
+# the function runs instead (``python_int_result``); the expressions that detect it are
+# computed unchecked
+_checking: contextvars.ContextVar = contextvars.ContextVar("tracejit_int_unchecked",
+                                                           default=False)
+
+
+@contextlib.contextmanager
+def _unchecked():
+    token = _checking.set(True)
+    try:
+        yield
+    finally:
+        _checking.reset(token)
+
+
+unchecked = _unchecked       # (numpy/math.py: a power's squarings may wrap unused)
+
+
+def python_int_result(prim, ops, out, n=None):
+    """``out``, the weak int64 result of ``prim(*ops)`` on Python ints (weak int tracers and
+    literals; ``n``: integer_pow's exponent), checked to be Python's exact result: OverflowError
+    when it wrapped around int64, ZeroDivisionError for ``//`` or ``%`` by zero, ValueError for
+    a negative shift count."""
+    from ._base import concrete, convert
+    from .math import absolute
+    name = prim.name
+    if _checking.get() or name not in _INT_CHECKS or not isinstance(out, Tracer):
+        return out
+    with _unchecked():
+        a, b = (concrete(o) for o in (ops[0], ops[-1]))
+        lo = -_INT64_MAX - 1
+        if name == "add":
+            bad = ((a ^ out) & (b ^ out)) < 0
+        elif name == "sub":
+            bad = ((a ^ b) & (a ^ out)) < 0
+        elif name == "mul":
+            bad = (a != 0) & ((out // _nonzero(a) != b) | ((a == -1) & (b == lo)))
+        elif name in ("neg", "abs"):
+            bad = a == lo
+        elif name == "integer_pow":
+            bad = absolute(convert(a, dtypes.float64)) ** float(n) >= 2.0 ** 63
+        elif name in ("floordiv", "rem"):
+            out = _guard(b == 0, out, "python_int_zero_division")
+            bad = (a == lo) & (b == -1) if name == "floordiv" else False
+        elif name == "shl":
+            out = _guard(b < 0, out, "python_int_negative_shift")
+            bad = (b > 63) & (a != 0) | ((out >> _clip_shift(b)) != a)
+        else:                                            # shr
+            return _guard(b < 0, out, "python_int_negative_shift")
+    return _guard(bad, out, "python_int_overflow")
+
+
+def _guard(bad, out, error):
+    """``check(bad, out, error)``; a concrete ``bad`` raises now or passes."""
+    from ..ops.elementwise import ERRORS, check
+    if isinstance(bad, Tracer):
+        return check(bad, out, error=error)
+    if bad:
+        exc, message = ERRORS[error]
+        raise exc(_with_location(message))
+    return out
+
+
+_INT_CHECKS = frozenset(("add", "sub", "mul", "neg", "abs", "integer_pow", "floordiv", "rem",
+                         "shl", "shr"))
+
+
+def _nonzero(a):
+    from .logic import where
+    return where(a == 0, 1, a)
+
+
+def _clip_shift(b):
+    from .math import clip
+    return clip(b, 0, 63)
 
 
 _FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}

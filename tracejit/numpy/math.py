@@ -462,7 +462,11 @@ def scalar_power(x1, x2):
             x1 = convert(x1, dtypes.int64)
         if n == 1:
             return x1
-        return ew.integer_pow_p.bind(x1, n=n)
+        out = ew.integer_pow_p.bind(x1, n=n)
+        if x1.ty.weak and x1.dtype.kind == "i":      # Python ints: exact, or an error
+            from .intrange import python_int_result
+            out = python_int_result(ew.integer_pow_p, (x1,), out, n=n)
+        return out
     dt, weak = _promoted(x1, x2)
     if dt.kind in "biu":
         return _int_power(x1, x2, dt, weak)
@@ -480,21 +484,30 @@ def _int_power(x1, x2, dt, weak):
     Unsigned exponents never raise.
     """
     from .logic import where
-    from .intrange import check_narrowing, int_exponent_sign
+    from .intrange import check_narrowing, int_exponent_sign, unchecked
     from ._base import broadcast_to
     if dt == dtypes.bool_:
         dt, weak = dtypes.int8, False    # bool ** bool is int8 in NumPy
-    for a in (x1, x2):                   # NumPy's OverflowError for an out-of-range Python int
-        if _weak(a) and type_of(a).dtype.kind == "i":
-            check_narrowing(a, dt)
+    # NumPy's OverflowError for an out-of-range Python int
+    x1, x2 = [check_narrowing(a, dt) if _weak(a) and type_of(a).dtype.kind == "i" else a
+              for a in (x1, x2)]
     nonneg = int_exponent_sign(x2) or dt.kind == "u"
     x1, x2 = [a if isinstance(a, Tracer) else np.asarray(getattr(a, "value", a), dt)
               for a in (convert(x1, dt, weak), convert(x2, dt, weak))]
-    result, base, e = np.asarray(1, dt), x1, x2
-    for _ in range(8 * dt.itemsize - (dt.kind == "i")):     # the exponent's value bits
-        result = where(equal(remainder(e, 2), 1), multiply(result, base), result)
-        base = multiply(base, base)
-        e = floor_divide(e, 2)
+    result, base, e = 1 if weak else np.asarray(1, dt), x1, x2
+    # (np.where's result is strongly typed; a power of Python ints is a Python int)
+    select = (lambda c, a, b: ew.select_p.bind(c, a, b)) if weak else where
+    with unchecked():                    # (the squarings past the exponent's top bit wrap)
+        for _ in range(8 * dt.itemsize - (dt.kind == "i")):     # the exponent's value bits
+            result = select(equal(remainder(e, 2), 1), multiply(result, base), result)
+            base = multiply(base, base)
+            e = floor_divide(e, 2)
+    if weak and dt == dtypes.int64 and isinstance(result, Tracer):
+        # Python ints: exact, or an error (|x1| ** x2 beyond int64; a negative x2 fails below)
+        with unchecked():
+            big = less_equal(2.0 ** 63, power(absolute(convert(x1, dtypes.float64)),
+                                               convert(x2, dtypes.float64)))
+        result = ew.check(logical_and(big, x2 >= 0), result, "python_int_overflow")
     if nonneg:
         return result
     # a negative e gives some value above (e // 2 stays -1); the check raises before anyone sees it

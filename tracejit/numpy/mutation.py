@@ -516,7 +516,7 @@ def write_result(dst, result, casting="same_kind", where=True, what="out="):
         raise TypeError(f"Cannot cast array data from dtype('{rt.dtype}') to "
                         f"dtype('{dst.dtype}') according to the rule '{casting}' ({what})")
     if isinstance(result, Tracer):
-        intrange.check_narrowing(result, dst.dtype)  # a Python-int argument that does not fit
+        result = intrange.check_narrowing(result, dst.dtype)  # a Python int that does not fit
     new = broadcast(convert(result, dst.dtype), dst.shape)
     if where is not True:
         new = select(where, new, value(dst))

@@ -475,6 +475,16 @@ ERRORS = {
     "scalar_out_of_bounds": (OverflowError, "Python integer out of bounds for the integer array "
                                             "it is stored into (NumPy stores a scalar through "
                                             "int(); store an array to get a C cast)"),
+    # Python ints computed in a trace (int64 there, exact in Python: numpy/intrange.py)
+    "python_int_out_of_bounds": (OverflowError, "Python integer out of bounds for the dtype of "
+                                                "the array it meets (NumPy converts a Python "
+                                                "int to the array's dtype)"),
+    "python_int_overflow": (OverflowError, "a Python int computed in the traced function does "
+                                           "not fit int64 (Python's ints are unbounded, traced "
+                                           "ones are int64): compute it with smaller values or "
+                                           "as an array of an explicit dtype"),
+    "python_int_zero_division": (ZeroDivisionError, "integer division or modulo by zero"),
+    "python_int_negative_shift": (ValueError, "negative shift count"),
     # numpy.linalg (numpy/factor.py), from the flag output of a linalg primitive
     "singular_matrix": (np.linalg.LinAlgError, "Singular matrix"),
     "not_positive_definite": (np.linalg.LinAlgError, "Matrix is not positive definite"),
