@@ -2,9 +2,10 @@
 
 A call's ``Signature`` is its pytree structure, (dtype, shape, weak) of every leaf
 (``leaf_type``), the values of static arguments, per Python-int leaf its ``IntRange``
-(``numpy.intrange``), which leaves are NumPy scalars (not 0-d arrays: ``scalars``), and, for the signatures whose traces needed them, the values of Python
-ints and bools (``values``: a ``range`` bound, a shape, an ``if``; ``pinned`` when they are
-passed to the function as Python values). ``Learned`` remembers, per signature of types, which
+(``numpy.intrange``), which leaves are NumPy scalars (not 0-d arrays: ``scalars``), and, for
+the signatures whose traces needed them, the values of Python ints and bools (``values``: a
+``range`` bound, a shape, an ``if``; ``pinned`` when they are passed to the function as Python
+values). ``Learned`` remembers, per signature of types, which
 leaves a later call must be keyed by (or traced differently): the trace of the first call of a
 signature decides it, and every later call of those types is looked up with it.
 """

@@ -234,7 +234,7 @@ def python_int_result(prim, ops, out, n=None):
             bad = (a == lo) & (b == -1) if name == "floordiv" else False
         elif name == "shl":
             out = _guard(b < 0, out, "python_int_negative_shift")
-            bad = (b > 63) & (a != 0) | ((out >> _clip_shift(b)) != a)
+            bad = (b >= 0) & ((b > 63) & (a != 0) | ((out >> _clip_shift(b)) != a))
         else:                                            # shr
             return _guard(b < 0, out, "python_int_negative_shift")
     return _guard(bad, out, "python_int_overflow")
