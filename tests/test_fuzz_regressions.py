@@ -434,3 +434,25 @@ def test_python_int_arithmetic_is_exact_or_raises():
             got = tj.jit(f, backend=backend)(np.zeros(2, np.int8), k)
             assert got.dtype == want.dtype
             np.testing.assert_array_equal(got, want)
+
+
+def test_an_array_written_with_a_python_number_keeps_its_strong_type():
+    """a1[-1] = py_float over the whole of a1 made a1 weakly typed (the written value's type),
+    so np.asarray(a1) became a new array, writes through it missed a1, and a1 + float32 array
+    was float32 (fuzz 9603 #609)."""
+    def f(a0, a1):
+        a1[-1] = a0 + 2.0
+        v3 = np.asarray(a1)
+        v3[np.array([-1])] = v3 - v3.mean()
+        return a1
+    writes = [lambda a, k, b: (a.__setitem__(Ellipsis, k), a + b)[1],
+              lambda a, k, b: (a.fill(k), a + b)[1],
+              lambda a, k, b: (np.copyto(a, k), a + b)[1]]
+    for backend in ("interpret", "llvm"):
+        a, b = np.array([0.5]), np.array([0.5])
+        np.testing.assert_array_equal(tj.jit(f, backend=backend)(1.0, a), f(1.0, b))
+        np.testing.assert_array_equal(a, b)
+        for g in writes:
+            want = g(np.array([0.5]), 1.5, np.ones(1, np.float32))
+            got = tj.jit(g, backend=backend)(np.array([0.5]), 1.5, np.ones(1, np.float32))
+            assert got.dtype == want.dtype == np.float64 and got == want

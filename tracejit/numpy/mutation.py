@@ -26,6 +26,7 @@ import numpy as np
 from .. import dtypes
 from ..core import Tracer, static_value, type_of
 from ..errors import ConcretizationError, TracerError, UnsupportedError
+from ..ops import elementwise as ew
 from . import indexing, intrange, math, products
 from . import shape as shp
 from ._base import convert
@@ -125,6 +126,8 @@ def assign(t: Tracer, new) -> None:
         new = t.builder.constant(np.array(np.broadcast_to(getattr(new, "value", new), t.shape),
                                           t.dtype))
     check_writeable(t)
+    if new.ty.weak:           # (a Python number written into an array takes its strong type)
+        new = ew.convert_p.bind(new, dtype=new.dtype)
     t.builder.wrote = True
     node, val = t, new
     while node.base is not None:
