@@ -456,3 +456,14 @@ def test_an_array_written_with_a_python_number_keeps_its_strong_type():
             want = g(np.array([0.5]), 1.5, np.ones(1, np.float32))
             got = tj.jit(g, backend=backend)(np.array([0.5]), 1.5, np.ones(1, np.float32))
             assert got.dtype == want.dtype == np.float64 and got == want
+
+
+def test_broadcast_view_of_a_python_scalar_is_read_only():
+    """np.broadcast_to(k, (2,))[...] = 1 with k a Python number: NumPy's ValueError (a
+    read-only view); making the weak result strongly typed dropped the view link, so the write
+    went into a fresh array (fuzz 9605 #233)."""
+    def f(k):
+        np.broadcast_to(k, (2,))[...] = 1
+        return k
+    for k in (3, 2.5):
+        _raises_like_numpy(f, k)

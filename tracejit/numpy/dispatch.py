@@ -75,7 +75,11 @@ def strong(out):
         parts = [strong(o) for o in out]
         return type(out)(*parts) if hasattr(out, "_fields") else type(out)(parts)
     if isinstance(out, Tracer) and type_of(out).weak:
-        return ew.convert_p.bind(out, dtype=type_of(out).dtype)
+        made = ew.convert_p.bind(out, dtype=type_of(out).dtype)
+        # a read-only view of a Python scalar (np.broadcast_to(k, n)) stays one: the scalar
+        # never changes, so only the link that refuses writes matters
+        made.base = out.base
+        return made
     return out
 
 
