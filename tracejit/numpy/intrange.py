@@ -24,6 +24,9 @@ is unknown at trace time, so:
   operation on them (+ - * // % ** << >>, unary -, abs) checks at run time that its result did
   not wrap (``python_int_result``: OverflowError), and ``//``/``%`` by zero and negative shift
   counts raise Python's ZeroDivisionError/ValueError, where NumPy's int64 would answer quietly.
+- Stores: a scalar stored into an integer array goes through Python's int() (``store_scalar``),
+  and so do the scalars of a list of values given to np.put/np.place/np.putmask
+  (``put_values``: NumPy converts the list with np.array(values, dtype)).
 
 Invariant: the registry maps ``id(var)`` of the current trace's input vars, which the trace
 keeps alive, to their range; it is reset when the trace ends.
@@ -180,7 +183,7 @@ def check_narrowing(x, dtype):
         return x
     from ..ops.elementwise import check
     info = np.iinfo(dtype)
-    with _unchecked():
+    with unchecked():
         bad = x < int(info.min) if info.max >= _INT64_MAX else \
             (x < int(info.min)) | (x > int(info.max))
     return check(bad, x, error="python_int_out_of_bounds")
@@ -195,15 +198,14 @@ _checking: contextvars.ContextVar = contextvars.ContextVar("tracejit_int_uncheck
 
 
 @contextlib.contextmanager
-def _unchecked():
+def unchecked():
+    """While it is active, operations on Python ints are not checked (``python_int_result``:
+    the checks' own expressions, a power's squarings past the exponent's top bit)."""
     token = _checking.set(True)
     try:
         yield
     finally:
         _checking.reset(token)
-
-
-unchecked = _unchecked       # (numpy/math.py: a power's squarings may wrap unused)
 
 
 def python_int_result(prim, ops, out, n=None):
@@ -216,7 +218,7 @@ def python_int_result(prim, ops, out, n=None):
     name = prim.name
     if _checking.get() or name not in _INT_CHECKS or not isinstance(out, Tracer):
         return out
-    with _unchecked():
+    with unchecked():
         a, b = (concrete(o) for o in (ops[0], ops[-1]))
         lo = -_INT64_MAX - 1
         if name == "add":
@@ -431,3 +433,39 @@ def store_scalar(v, dtype):
     bad = logical_or(v < np.array(low, ty.dtype)[()], v > np.array(high, ty.dtype)[()])
     return check(bad, v, error="scalar_out_of_bounds")
 
+
+def put_values(values, dtype, fname):
+    """``values`` as NumPy's put/putmask/place convert them to ``dtype``, as np.array(values,
+    dtype) does: a scalar in a list, or a bare Python number, is stored as ``x[i] = s`` stores
+    it (``store_scalar``: through int(), so [np.int64(300)] into int8 raises
+    OverflowError), an array or a bare NumPy scalar is cast (putmask and place refuse an array
+    they cannot cast under 'safe', as NumPy)."""
+    from ._base import has_tracer
+    from .creation import array
+    from .mutation import is_scalar
+    if isinstance(values, (list, tuple)):
+        if not has_tracer(values):
+            return np.array(values, dtype)            # NumPy's own conversion and errors
+        return array(_stored(values, dtype), dtype)
+    if isinstance(values, (np.ndarray, Tracer)) and not \
+            (isinstance(values, Tracer) and is_scalar(values)):
+        vt = type_of(values)
+        if fname in ("place", "putmask") and not np.can_cast(vt.dtype, dtype, casting="safe"):
+            what = "scalar" if vt.ndim == 0 else "array data"
+            raise TypeError(f"Cannot cast {what} from dtype('{vt.dtype}') to dtype('{dtype}') "
+                            f"according to the rule 'safe' (np.{fname} values)")
+        return values
+    if not isinstance(values, np.generic) and (not isinstance(values, Tracer) or
+                                               type_of(values).weak):
+        values = store_scalar(values, dtype)  # a Python number: int(), as x[i] = v
+    return values
+
+
+def _stored(values, dtype):
+    """A list of values with its scalars stored as ``x[i] = s`` stores them (see put_values)."""
+    from .mutation import is_scalar
+    if isinstance(values, (list, tuple)):
+        return [_stored(v, dtype) for v in values]
+    if isinstance(values, np.ndarray) or isinstance(values, Tracer) and not is_scalar(values):
+        return values
+    return store_scalar(values, dtype)

@@ -532,46 +532,11 @@ def copyto(dst, src, casting="same_kind", where=True):
     write_result(_target(dst, "copyto"), src, casting, where, "copyto")
 
 
-def _as_values(values, dtype, fname):
-    """``values`` as NumPy's put/putmask/place convert them to ``dtype``, as np.array(values,
-    dtype) does: a scalar in a list, or a bare Python number, is stored as ``x[i] = s`` stores
-    it (``intrange.store_scalar``: through int(), so [np.int64(300)] into int8 raises
-    OverflowError), an array or a bare NumPy scalar is cast (putmask and place refuse an array
-    they cannot cast under 'safe', as NumPy)."""
-    from ._base import has_tracer
-    from .creation import array
-    if isinstance(values, (list, tuple)):
-        if not has_tracer(values):
-            return np.array(values, dtype)            # NumPy's own conversion and errors
-        return array(_stored(values, dtype), dtype)
-    if isinstance(values, (np.ndarray, Tracer)) and not \
-            (isinstance(values, Tracer) and is_scalar(values)):
-        vt = type_of(values)
-        if fname in ("place", "putmask") and not np.can_cast(vt.dtype, dtype, casting="safe"):
-            what = "scalar" if vt.ndim == 0 else "array data"
-            raise TypeError(f"Cannot cast {what} from dtype('{vt.dtype}') to dtype('{dtype}') "
-                            f"according to the rule 'safe' (np.{fname} values)")
-        return values
-    if not isinstance(values, np.generic) and (not isinstance(values, Tracer) or
-                                               type_of(values).weak):
-        values = intrange.store_scalar(values, dtype)  # a Python number: int(), as x[i] = v
-    return values
-
-
-def _stored(values, dtype):
-    """A list of values with its scalars stored as ``x[i] = s`` stores them (see _as_values)."""
-    if isinstance(values, (list, tuple)):
-        return [_stored(v, dtype) for v in values]
-    if isinstance(values, np.ndarray) or isinstance(values, Tracer) and not is_scalar(values):
-        return values
-    return intrange.store_scalar(values, dtype)
-
-
 def _cyclic(values, n, dtype, fname):
-    """``values`` as NumPy converts them (``_as_values``), flattened and repeated to length
+    """``values`` as NumPy converts them (``intrange.put_values``), flattened and repeated to length
     ``n`` (NumPy's put/putmask/place rule)."""
     from .shape import ravel
-    values = _as_values(values, np.dtype(dtype), fname)
+    values = intrange.put_values(values, np.dtype(dtype), fname)
     flat = ravel(values) if isinstance(values, Tracer) else np.ravel(values)
     k = flat.shape[0]
     if k == 0:
