@@ -361,3 +361,109 @@ def test_augmented_write_into_a_read_only_view_fails_as_read_only_first():
     for backend in ("interpret", "llvm"):
         with pytest.raises(ValueError, match="read-only"):
             tj.jit(f, backend=backend)(np.ones((3, 3)))
+
+
+def _raises_like_numpy(f, *args):
+    """f raises on every backend the exception class NumPy raises (args copied per call)."""
+    fresh = lambda: [a.copy() if isinstance(a, np.ndarray) else a for a in args]  # noqa: E731
+    with pytest.raises(Exception) as info:
+        f(*fresh())
+    for backend in ("interpret", "llvm"):
+        with pytest.raises(info.type):
+            tj.jit(f, backend=backend)(*fresh())
+
+
+def test_numpy_scalar_in_a_list_of_values_is_stored_through_int():
+    """np.place(v, mask, [s]) with s a computed int64 NumPy scalar out of int8's range: NumPy
+    converts the list with np.array(values, int8), which stores each scalar through int()
+    (OverflowError); it was cast, wrapping (fuzz 9521 #43)."""
+    def f(a0):
+        v0 = a0.astype(np.int64).sum()
+        v1 = np.empty_like(a0)
+        np.copyto(v1, a0)
+        np.place(v1, np.array([[False], [True], [False], [False]]), [v0 * 2])
+        return v1
+    _raises_like_numpy(f, np.full((4, 1), 100, np.int8))
+    ok = np.array([[1], [2], [3], [-4]], np.int8)
+    for backend in ("interpret", "llvm"):
+        np.testing.assert_array_equal(tj.jit(f, backend=backend)(ok), f(ok))
+
+
+def test_computed_python_int_next_to_a_narrower_array_is_range_checked():
+    """a0 -= a1 * 2 with a0 uint16 and a1 a Python int: a1 * 2 is a Python int, which NumPy
+    converts to uint16 (OverflowError when it does not fit); only argument ints carried a
+    range, so a computed one wrapped (fuzz 9541 #153, #489)."""
+    def f(a0, a1):
+        a0 -= a1 * 2
+        return a0
+    for k in (40000, -1):
+        _raises_like_numpy(f, np.array(5, np.uint16), k)
+    for backend in ("interpret", "llvm"):
+        got = tj.jit(f, backend=backend)(np.array(50000, np.uint16), 30000)
+        assert got.dtype == np.uint16 and got == f(np.array(50000, np.uint16), 30000)
+
+
+def test_python_int_arithmetic_is_exact_or_raises():
+    """Python ints computed from Python ints are unbounded in Python; traced, they are int64:
+    what fits is exact (and stored into int8 as NumPy stores it), // and % by zero raise
+    ZeroDivisionError and a negative shift ValueError, as Python, and a result beyond int64
+    raises OverflowError where Python would go on with a big int (never a wrapped value)."""
+    as_python = [(lambda a, k: (a.__setitem__(0, k * 2), a)[1], 100),     # 200: out of int8
+                 (lambda a, k: a + k // (k - k), 3), (lambda a, k: a + k % (k - k), 3),
+                 (lambda a, k: a + (k << (k - 4)), 3)]
+    for f, k in as_python:
+        _raises_like_numpy(f, np.zeros(2, np.int8), k)
+    beyond_int64 = [(lambda a, k: a + (k * k) % 7, 2**62),
+                    (lambda a, k: a + (k + k) // 2**62, 2**62),
+                    (lambda a, k: a + (-k - k) // 2**62, 2**62 + 1),
+                    (lambda a, k: a + (k << 2) % 3, 2**62),
+                    (lambda a, k: a + k ** 3 % 5, 2**21 + 1),
+                    (lambda a, k: a + k ** (k % 5 + 20) % 5, 9),
+                    (lambda a, k: a + abs(-k - 1) % 3, 2**63 - 1)]
+    for f, k in beyond_int64:
+        f(np.zeros(2, np.int8), k)                       # Python: a big int, then in range
+        for backend in ("interpret", "llvm"):
+            with pytest.raises(OverflowError, match="does not fit int64"):
+                tj.jit(f, backend=backend)(np.zeros(2, np.int8), k)
+    fits = [(lambda a, k: a + (k * k) % 7, 2**31), (lambda a, k: a + k ** 3 % 5, 2**20),
+            (lambda a, k: a + k ** (k % 5 + 18) % 5, 5), (lambda a, k: a + (-k) // 3, 7),
+            (lambda a, k: a + abs(k) % 100, -2**63 + 1), (lambda a, k: a + (k << 61) % 9, 3)]
+    for f, k in fits:
+        want = f(np.zeros(2, np.int8), k)
+        for backend in ("interpret", "llvm"):
+            got = tj.jit(f, backend=backend)(np.zeros(2, np.int8), k)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+
+
+def test_an_array_written_with_a_python_number_keeps_its_strong_type():
+    """a1[-1] = py_float over the whole of a1 made a1 weakly typed (the written value's type),
+    so np.asarray(a1) became a new array, writes through it missed a1, and a1 + float32 array
+    was float32 (fuzz 9603 #609)."""
+    def f(a0, a1):
+        a1[-1] = a0 + 2.0
+        v3 = np.asarray(a1)
+        v3[np.array([-1])] = v3 - v3.mean()
+        return a1
+    writes = [lambda a, k, b: (a.__setitem__(Ellipsis, k), a + b)[1],
+              lambda a, k, b: (a.fill(k), a + b)[1],
+              lambda a, k, b: (np.copyto(a, k), a + b)[1]]
+    for backend in ("interpret", "llvm"):
+        a, b = np.array([0.5]), np.array([0.5])
+        np.testing.assert_array_equal(tj.jit(f, backend=backend)(1.0, a), f(1.0, b))
+        np.testing.assert_array_equal(a, b)
+        for g in writes:
+            want = g(np.array([0.5]), 1.5, np.ones(1, np.float32))
+            got = tj.jit(g, backend=backend)(np.array([0.5]), 1.5, np.ones(1, np.float32))
+            assert got.dtype == want.dtype == np.float64 and got == want
+
+
+def test_broadcast_view_of_a_python_scalar_is_read_only():
+    """np.broadcast_to(k, (2,))[...] = 1 with k a Python number: NumPy's ValueError (a
+    read-only view); making the weak result strongly typed dropped the view link, so the write
+    went into a fresh array (fuzz 9605 #233)."""
+    def f(k):
+        np.broadcast_to(k, (2,))[...] = 1
+        return k
+    for k in (3, 2.5):
+        _raises_like_numpy(f, k)

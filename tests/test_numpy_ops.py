@@ -390,10 +390,14 @@ def test_where_broadcast_and_promotion(data):
     rng = _rng(data.draw(seeds))
     c = rng.random(s3) < 0.5
     x, y = sample(rng, s1, d1), sample(rng, s2, d2)
+    # (a NumPy scalar and a 0-d array are different signatures: keep each argument's kind)
+    def like(v, ref):
+        return np.asarray(v) if isinstance(ref, np.ndarray) else np.asarray(v)[()]
+    nc = like(~c, c)
     for key, fn in [("np", np.where), ("tnp", tnp.where)]:
         check(("where", key), lambda p, a, b: fn(p, a, b), c, x, y, npfn=np.where,
-              others=[(~c, y.astype(d1) if y.shape == s1 else x, y)])
-    check(("where_scalar",), lambda p, a: np.where(p, a, 0.5), c, x, others=[(~c, x)])
+              others=[(nc, like(y.astype(d1), x) if y.shape == s1 else x, y)])
+    check(("where_scalar",), lambda p, a: np.where(p, a, 0.5), c, x, others=[(nc, x)])
     check(("where_int_cond",), lambda p, a: np.where(p, a, 1), c.astype(np.int32), x)
 
 

@@ -97,10 +97,6 @@ class WriteBack:
         """Graph.writes: (argument leaf, output position) of each write-back."""
         return tuple((i, self.n_out + k) for k, i in enumerate(self.leaves))
 
-    def scalars(self, leaves) -> tuple:
-        """The written leaves that are NumPy scalars (immutable: NumPy rebinds them)."""
-        return tuple(i for i in self.leaves if isinstance(leaves[i], np.generic))
-
     def check(self, leaves):
         for i in self.contiguous:
             x = leaves[i]
@@ -112,11 +108,6 @@ class WriteBack:
                     f"C-contiguous array. Pass np.ascontiguousarray(x).")
         for i in self.leaves:
             x = leaves[i]
-            if isinstance(x, np.generic):
-                raise InputError(f"the traced function updates argument {self.names[i]} in "
-                                 f"place, but it is a NumPy scalar ({type(x).__name__}), which "
-                                 f"is immutable: NumPy would rebind it (with scalar promotion). "
-                                 f"Write x = x + v instead of x += v, or pass a 0-d array.")
             if not isinstance(x, np.ndarray):
                 raise InputError(f"the traced function writes into argument {self.names[i]}, a "
                                  f"{type(x).__name__}: only a NumPy array can be updated in "
@@ -383,11 +374,15 @@ class Traced:
         paths = tree.leaf_paths(treedef)
         types = tuple(leaf_type(x, pretty_path(p, self._sig)) for x, p in zip(leaves, paths))
         from .numpy import intrange
-        return leaves, Signature(treedef, types, tuple(static), intrange.ranges(leaves))
+        # NumPy scalars are immutable and stored like Python numbers (through int()/float()),
+        # unlike the 0-d arrays of the same type: traced as scalars (see Signature.scalars)
+        scalars = tuple(i for i, x in enumerate(leaves) if isinstance(x, np.generic))
+        return leaves, Signature(treedef, types, tuple(static), intrange.ranges(leaves),
+                                 scalars)
 
     def _signature(self, args, kwargs):
-        """(dynamic leaves, Signature) of a call, the NumPy scalars it traces immutable and the
-        values of the Python scalars its traces needed (see Builder.know_input) included."""
+        """(dynamic leaves, Signature) of a call, the values of the Python scalars its traces
+        needed (see Builder.know_input) included."""
         leaves, sig = self._split(args, kwargs)
         return leaves, self._learned.apply(leaves, sig)
 
@@ -518,10 +513,6 @@ class Traced:
             remember.append(learn)
         for learn in remember:
             learn()
-        scalars = entry.writes.scalars(leaves) if entry.writes else ()
-        if scalars:
-            sig = self._learned.with_values(leaves, sig._replace(scalars=scalars, values=()))
-            entry, specialize = self._entry(args, kwargs, sig, hit=True)
         if specialize:
             self._specialize(entry, sig)
         if entry.value_leaves and not sig.values:      # keyed by value since this call

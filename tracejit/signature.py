@@ -2,9 +2,10 @@
 
 A call's ``Signature`` is its pytree structure, (dtype, shape, weak) of every leaf
 (``leaf_type``), the values of static arguments, per Python-int leaf its ``IntRange``
-(``numpy.intrange``), and, for the signatures whose traces needed them, the values of Python
-ints and bools (``values``: a ``range`` bound, a shape, an ``if``; ``pinned`` when they are
-passed to the function as Python values). ``Learned`` remembers, per signature of types, which
+(``numpy.intrange``), which leaves are NumPy scalars (not 0-d arrays: ``scalars``), and, for
+the signatures whose traces needed them, the values of Python ints and bools (``values``: a
+``range`` bound, a shape, an ``if``; ``pinned`` when they are passed to the function as Python
+values). ``Learned`` remembers, per signature of types, which
 leaves a later call must be keyed by (or traced differently): the trace of the first call of a
 signature decides it, and every later call of those types is looked up with it.
 """
@@ -57,8 +58,9 @@ class Signature(NamedTuple):
     types: tuple
     static: tuple
     int_ranges: tuple = ()
-    # leaves that are NumPy scalars, set only when the function writes into them (then NumPy
-    # rebinds instead, and the function is retraced with them immutable: see _python_call)
+    # leaves that are NumPy scalars: traced as immutable scalars (Tracer.frozen), which NumPy
+    # treats differently from 0-d arrays of the same type (``s += 1`` rebinds, ``a[i] = s``
+    # converts through int()/float(), ``s ** 0.5`` takes no fast path)
     scalars: tuple = ()
     # (leaf, value key) of the Python-scalar arguments whose values the trace needed (a range
     # bound, a shape, a branch): set only for the signatures whose traces did (see _signature)
@@ -86,22 +88,16 @@ def _python_int(x) -> bool:
 
 
 class Learned:
-    """What the traces of one function taught about its signatures: the
-    NumPy-scalar leaves to trace immutable (an in-place op NumPy does by rebinding them), and
-    the Python int/bool leaves to key by value (their values were needed, or they are pinned:
-    passed as Python values after the trace with them traced failed). Thread-safe: each change
-    is one dict operation."""
+    """What the traces of one function taught about its signatures: the Python int/bool leaves
+    to key by value (their values were needed, or they are pinned: passed as Python values
+    after the trace with them traced failed). Thread-safe: each change is one dict operation."""
 
     def __init__(self):
         # (no lock, none to inherit held across os.fork: dict operations are atomic)
-        self._scalars: dict = {}         # signature -> NumPy-scalar leaves to trace immutable
         self._values: dict = {}          # signature -> (leaves keyed by value, pinned)
 
     def apply(self, leaves, sig: Signature) -> Signature:
         """``sig`` of a call with ``leaves``, with what was learned about it."""
-        scalars = self._scalars.get(sig)
-        if scalars and all(isinstance(leaves[i], np.generic) for i in scalars):
-            sig = sig._replace(scalars=scalars)
         sig = self.with_values(leaves, sig)
         if not sig.pinned and any(type(x) is int and not -2**63 <= x < 2**63 for x in leaves):
             # beyond int64 (uint64_array + 2**63 is fine in NumPy): a traced int cannot hold
@@ -121,12 +117,6 @@ class Learned:
         """(signature to trace again with after the trace of ``sig`` raised ``exc``, a function
         recording it for later calls once that trace worked), or None."""
         base = sig._replace(values=(), pinned=False)
-        scalars = tuple(i for i, x in enumerate(leaves) if isinstance(x, np.generic))
-        if isinstance(exc, TypeError) and scalars and not sig.scalars:
-            # an in-place op NumPy allows only by rebinding a NumPy-scalar argument (n += 1.5
-            # with n an np.int64): trace again with the NumPy scalars immutable
-            return base._replace(scalars=scalars), lambda: self._learn(self._scalars, base,
-                                                                       scalars)
         ints = tuple(i for i, x in enumerate(leaves) if _python_int(x))
         if ints and not sig.pinned and isinstance(exc, _NEEDS_A_REAL_INT):
             # code that needs a real Python int (a comparison with a string, an API that
@@ -147,10 +137,8 @@ class Learned:
         return self.with_values(leaves, base)
 
     def restore(self, sig: Signature) -> None:
-        """Learn what a signature from an artifact says (the NumPy scalars traced immutable,
-        the Python scalars keyed by value), so later calls of its types are keyed by it."""
-        if sig.scalars:
-            self._scalars[sig._replace(scalars=(), values=(), pinned=False)] = sig.scalars
+        """Learn what a signature from an artifact says (the Python scalars keyed by value), so
+        later calls of its types are keyed by it."""
         big = any(type(v) is int and not -2**63 <= v < 2**63 for _, v in sig.values)
         if sig.values and not big:      # (ints beyond int64 are pinned on every call anyway)
             self._values[sig._replace(values=(), pinned=False)] = \
@@ -161,7 +149,6 @@ class Learned:
         table[sig] = what
 
     def clear(self) -> None:
-        self._scalars.clear()
         self._values.clear()
 
 
@@ -200,6 +187,11 @@ def explain(old: Signature, new: Signature, sig) -> str:
         if diffs:
             diffs[-1] += (" (the trace needs the values of these Python scalars: a range "
                           "bound, a shape or a branch)")
+    if not diffs and old.scalars != new.scalars:
+        kind = {True: "a NumPy scalar", False: "a 0-d array"}
+        diffs = [f"{pretty_path(p, sig)} changed from {kind[i in old.scalars]} to "
+                 f"{kind[i in new.scalars]}" for i, p in enumerate(paths)
+                 if (i in old.scalars) != (i in new.scalars)]
     if not diffs and old.int_ranges != new.int_ranges:
         diffs = [f"{pretty_path(p, sig)} changed from a {a} to a {b}" for p, a, b in
                  zip(paths, old.int_ranges or (None,) * len(paths),

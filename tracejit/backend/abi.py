@@ -27,6 +27,10 @@ CHECK_BITS = {
     "singular_matrix": 4096,  # numpy.linalg.solve / inv (LinAlgError)
     "not_positive_definite": 8192,  # numpy.linalg.cholesky (LinAlgError)
     "mask_values": 16384,  # x[mask] = values: not one value per True of a traced mask (ValueError)
+    "python_int_out_of_bounds": 32768,  # a computed Python int next to a narrower array
+    "python_int_overflow": 65536,  # a Python-int computation beyond int64 (OverflowError)
+    "python_int_zero_division": 131072,  # Python ints: k // 0, k % 0 (ZeroDivisionError)
+    "python_int_negative_shift": 262144,  # Python ints: k << -1 (ValueError)
 }
 
 DESC_BYTES = 16            # a stack descriptor: {ptr data, i64 length}

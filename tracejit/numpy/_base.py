@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import dtypes
 from ..core import Tracer, current_builder, static_value, type_of
-from ..errors import ConcretizationError, ShapeError
+from ..errors import ConcretizationError, ShapeError, _with_location
 from ..ir import Literal
 from ..ops import elementwise as ew
 from ..ops import structural as st
@@ -154,9 +154,8 @@ def elementwise(prim, opname, *args, dtype=None, kinds=None):
             if exact is not None:
                 return exact
         else:
-            for a in args:
-                if intrange.is_weak_int(a):
-                    intrange.check_narrowing(a, dt)
+            args = [intrange.check_narrowing(a, dt) if intrange.is_weak_int(a) else a
+                    for a in args]
     ops = [convert(a, dt, weak) for a in args]
     shapes = [shape_of(a) for a in ops]
     shape = broadcast_shapes(opname, *shapes)
@@ -165,7 +164,10 @@ def elementwise(prim, opname, *args, dtype=None, kinds=None):
         # concrete operands inside a trace: compute now (constant folding at trace time)
         vals = [a.value if isinstance(a, Literal) else a for a in ops]
         return prim.impl(*vals)
-    return prim.bind(*ops)
+    out = prim.bind(*ops)
+    if weak and dt == dtypes.int64:      # Python ints: exact, or an error (never wrapped)
+        out = python_int_result(prim, ops, out)
+    return out
 
 
 # exact comparisons with Python ints and uint64 (see intrange.py), used by ``elementwise``
@@ -319,7 +321,11 @@ def strong(out):
         parts = [strong(o) for o in out]
         return type(out)(*parts) if hasattr(out, "_fields") else type(out)(parts)
     if isinstance(out, Tracer) and type_of(out).weak:
-        return ew.convert_p.bind(out, dtype=type_of(out).dtype)
+        made = ew.convert_p.bind(out, dtype=type_of(out).dtype)
+        # a read-only view of a Python scalar (np.broadcast_to(k, n)) stays one: the scalar
+        # never changes, so only the link that refuses writes matters
+        made.base = out.base
+        return made
     return out
 
 
@@ -348,3 +354,63 @@ def gather(y, idx, axis):
     if not isinstance(y, Tracer) and not isinstance(idx, Tracer):
         return np.take(y, idx, axis=axis)
     return st.take_p.bind(as_traceable(y), as_traceable(idx), axis=axis)
+
+
+# Python ints computed in a trace (intrange.py): each operation checks its int64 result
+def python_int_result(prim, ops, out, n=None):
+    """``out``, the weak int64 result of ``prim(*ops)`` on Python ints (weak int tracers and
+    literals; ``n``: integer_pow's exponent), checked to be Python's exact result: OverflowError
+    when it wrapped around int64, ZeroDivisionError for ``//`` or ``%`` by zero, ValueError for
+    a negative shift count."""
+    name = prim.name
+    if intrange._checking.get() or name not in _INT_CHECKS or not isinstance(out, Tracer):
+        return out
+    with intrange.unchecked():
+        a, b = (concrete(o) for o in (ops[0], ops[-1]))
+        lo = -intrange._INT64_MAX - 1
+        if name == "add":
+            bad = ((a ^ out) & (b ^ out)) < 0
+        elif name == "sub":
+            bad = ((a ^ b) & (a ^ out)) < 0
+        elif name == "mul":
+            bad = (a != 0) & ((out // _nonzero(a) != b) | ((a == -1) & (b == lo)))
+        elif name in ("neg", "abs"):
+            bad = a == lo
+        elif name == "integer_pow":
+            bad = np.abs(convert(a, dtypes.float64)) ** float(n) >= 2.0 ** 63
+        elif name in ("floordiv", "rem"):
+            out = _guard(b == 0, out, "python_int_zero_division")
+            bad = (a == lo) & (b == -1) if name == "floordiv" else False
+        elif name == "shl":
+            out = _guard(b < 0, out, "python_int_negative_shift")
+            bad = (b >= 0) & ((b > 63) & (a != 0) | ((out >> _clip_shift(b)) != a))
+        else:                                            # shr
+            return _guard(b < 0, out, "python_int_negative_shift")
+    return _guard(bad, out, "python_int_overflow")
+
+
+def _guard(bad, out, error):
+    """``check(bad, out, error)``; a concrete ``bad`` raises now or passes."""
+    if isinstance(bad, Tracer):
+        return ew.check(bad, out, error=error)
+    if bad:
+        exc, message = ew.ERRORS[error]
+        raise exc(_with_location(message))
+    return out
+
+
+_INT_CHECKS = frozenset(("add", "sub", "mul", "neg", "abs", "integer_pow", "floordiv", "rem",
+                         "shl", "shr"))
+
+
+def _nonzero(a):
+    return np.where(a == 0, 1, a)           # (a traced a dispatches to tracejit.numpy's)
+
+
+def _clip_shift(b):
+    return np.clip(b, 0, 63)
+
+
+def is_scalar(t: Tracer) -> bool:
+    """Whether NumPy would hold this value as an immutable scalar (see mutation.py's docstring)."""
+    return t.frozen if t.frozen is not None else (t.ndim == 0 and t.base is None)

@@ -324,7 +324,7 @@ def update(x, idx, values, mode):
     x = as_traceable(x)
     t = type_of(x)
     if isinstance(values, Tracer):
-        intrange.check_narrowing(values, t.dtype)    # a Python-int argument that does not fit
+        values = intrange.check_narrowing(values, t.dtype)   # a Python int that does not fit
     idx = tuple(static_value(c) for c in idx) if isinstance(idx, tuple) else static_value(idx)
     if isinstance(idx, Tracer) and idx.dtype == dtypes.bool_:
         return _update_masked(x, t, idx, values, mode)

@@ -18,9 +18,16 @@ is unknown at trace time, so:
 - uint64 against a signed integer array compares exactly too (``_base.compare_mixed_sign``), as
   NumPy 2 does, although the two promote to float64.
 - Arithmetic (every other integer ufunc) raises NumPy's OverflowError at trace time for a
-  literal or an argument known to be out of range (``check_narrowing``). A weak int computed
-  inside the trace (``k + 1``) has no recorded range; converting it wraps, as an int64 -> int8
-  or uint32 cast does.
+  literal or an argument known to be out of range (``check_narrowing``); a weak int computed
+  inside the trace (``k * 2``) has no recorded range: its value is checked when the function
+  runs (``check_p``), on every backend.
+- Python ints computed from Python ints are exact in Python; traced, they are int64, so each
+  operation on them (+ - * // % ** << >>, unary -, abs) checks at run time that its result did
+  not wrap (``python_int_result``: OverflowError), and ``//``/``%`` by zero and negative shift
+  counts raise Python's ZeroDivisionError/ValueError, where NumPy's int64 would answer quietly.
+- Stores: a scalar stored into an integer array goes through Python's int() (``store_scalar``),
+  and so do the scalars of a list of values given to np.put/np.place/np.putmask
+  (``put_values``: NumPy converts the list with np.array(values, dtype)).
 
 Scalars stored into integer arrays (``x[i] = v``) are intstore.py's. This module builds no
 operation: it is the range facts the layers above read (it imports nothing of tracejit.numpy).
@@ -158,22 +165,51 @@ def _fits(value, dtype) -> bool:
 
 
 def check_narrowing(x, dtype):
-    """Before an arithmetic ufunc converts the weak int ``x`` to ``dtype``: NumPy's
-    OverflowError when it is known not to fit; a recorded fact when the graph relies on it
-    fitting. Anything else passes."""
+    """``x`` as an arithmetic ufunc converts the weak int ``x`` to ``dtype``: NumPy's
+    OverflowError when it is known not to fit (a literal, an argument's range, while tracing;
+    a recorded fact when the graph relies on it fitting), a run-time check of its value for a
+    Python int the function computed (``k * 2``). Anything else passes unchanged."""
     if not narrows(dtype):
-        return
+        return x
     value = _python_int(x)
     if value is not None:
         if not _fits(value, dtype):
             raise _overflow(value, np.dtype(dtype))
-        return
+        return x
     known = _known(x)
     if known is not None:
         field, fits = _field(dtype)
         if getattr(known[0], field) != fits:
             raise _overflow(known[1], np.dtype(dtype))
         _rely(known, field)
+        return x
+    if not (isinstance(x, Tracer) and is_weak_int(x)):
+        return x
+    from ..ops.elementwise import check
+    info = np.iinfo(dtype)
+    with unchecked():
+        bad = x < int(info.min) if info.max >= _INT64_MAX else \
+            (x < int(info.min)) | (x > int(info.max))
+    return check(bad, x, error="python_int_out_of_bounds")
+
+
+# Python ints computed in a trace are weak int64 tracers; Python's ints are exact, so an
+# operation whose int64 result wrapped (or a // or % by zero, or a negative shift) raises when
+# the function runs instead (``python_int_result``); the expressions that detect it are
+# computed unchecked
+_checking: contextvars.ContextVar = contextvars.ContextVar("tracejit_int_unchecked",
+                                                           default=False)
+
+
+@contextlib.contextmanager
+def unchecked():
+    """While it is active, operations on Python ints are not checked (``python_int_result``:
+    the checks' own expressions, a power's squarings past the exponent's top bit)."""
+    token = _checking.set(True)
+    try:
+        yield
+    finally:
+        _checking.reset(token)
 
 
 def clip_bound(a, bound, is_max):

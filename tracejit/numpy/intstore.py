@@ -1,6 +1,7 @@
 """Scalars stored into integer arrays as NumPy stores them (``x[i] = v``, ``x.fill(v)``): through
 Python's ``int()``, with NumPy's errors at trace time when the value is known (a literal, or a
-Python-int argument by its recorded range, intrange.py) and at run time (``check``) otherwise.
+Python-int argument by its recorded range, intrange.py) and at run time (``check``) otherwise;
+and the values of np.put/np.place/np.putmask as NumPy converts them (``put_values``).
 
 Above the ufuncs (it builds its checks from them), below mutation.py, its only user.
 """
@@ -12,7 +13,8 @@ from .. import dtypes
 from ..core import Tracer, type_of
 from ..ir import Literal
 from ..ops.elementwise import check
-from ._base import concrete, convert
+from ._base import concrete, convert, has_tracer, is_scalar
+from .creation import array
 from .intrange import _known, check_narrowing
 from .math import isinf, isnan, logical_or, trunc, where
 
@@ -59,3 +61,36 @@ def store_scalar(v, dtype):
     low, high = max(info.min, src.min), min(info.max, src.max)
     bad = logical_or(v < np.array(low, ty.dtype)[()], v > np.array(high, ty.dtype)[()])
     return check(bad, v, error="scalar_out_of_bounds")
+
+
+def put_values(values, dtype, fname):
+    """``values`` as NumPy's put/putmask/place convert them to ``dtype``, as np.array(values,
+    dtype) does: a scalar in a list, or a bare Python number, is stored as ``x[i] = s`` stores
+    it (``store_scalar``: through int(), so [np.int64(300)] into int8 raises
+    OverflowError), an array or a bare NumPy scalar is cast (putmask and place refuse an array
+    they cannot cast under 'safe', as NumPy)."""
+    if isinstance(values, (list, tuple)):
+        if not has_tracer(values):
+            return np.array(values, dtype)            # NumPy's own conversion and errors
+        return array(_stored(values, dtype), dtype)
+    if isinstance(values, (np.ndarray, Tracer)) and not \
+            (isinstance(values, Tracer) and is_scalar(values)):
+        vt = type_of(values)
+        if fname in ("place", "putmask") and not np.can_cast(vt.dtype, dtype, casting="safe"):
+            what = "scalar" if vt.ndim == 0 else "array data"
+            raise TypeError(f"Cannot cast {what} from dtype('{vt.dtype}') to dtype('{dtype}') "
+                            f"according to the rule 'safe' (np.{fname} values)")
+        return values
+    if not isinstance(values, np.generic) and (not isinstance(values, Tracer) or
+                                               type_of(values).weak):
+        values = store_scalar(values, dtype)  # a Python number: int(), as x[i] = v
+    return values
+
+
+def _stored(values, dtype):
+    """A list of values with its scalars stored as ``x[i] = s`` stores them (see put_values)."""
+    if isinstance(values, (list, tuple)):
+        return [_stored(v, dtype) for v in values]
+    if isinstance(values, np.ndarray) or isinstance(values, Tracer) and not is_scalar(values):
+        return values
+    return store_scalar(values, dtype)

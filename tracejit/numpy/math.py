@@ -13,7 +13,7 @@ from ..core import Tracer, type_of
 from ..errors import DTypeError, UnsupportedError
 from ..ops import elementwise as ew
 from ._base import (as_traceable, broadcast_shapes, broadcast_to, convert, elementwise, filled,
-                    implements, inexact, result_type, shape_of)
+                    implements, inexact, python_int_result, result_type, shape_of)
 
 __all__ = []
 
@@ -430,19 +430,42 @@ def _no_bool(*xs):
 @_export
 @implements(np.power)
 def power(x1, x2, /):
-    """x1 ** x2. A Python-int exponent becomes integer_pow (exact repeated multiplication)."""
+    """x1 ** x2. A Python-int exponent becomes integer_pow (exact repeated multiplication).
+    A real array to a scalar exponent 0.5 is its sqrt, as NumPy's power loop computes it
+    (its fast path for an exponent of stride 0: sqrt(-0.0) is -0.0 and sqrt(-inf) NaN, where
+    C's pow, which a NumPy scalar's ``**`` uses (``scalar_power``), gives 0.0 and inf)."""
+    if isinstance(x1, Tracer) and x1.dtype.kind == "f" and _is_half(x2):
+        dt, weak = _promoted(x1, x2)
+        return sqrt(convert(x1, dt, weak))
+    return scalar_power(x1, x2)
+
+
+def _is_half(x):
+    """Whether ``x`` is a concrete scalar 0.5 (a Python or NumPy float, a 0-d array)."""
+    from ._base import concrete
+    x = concrete(x)
+    return isinstance(x, (float, np.floating, np.ndarray)) and np.ndim(x) == 0 and x == 0.5
+
+
+def scalar_power(x1, x2):
+    """``x1 ** x2`` of a NumPy scalar ``x1`` (C's pow: no fast path for 0.5; see power)."""
     # (-64 <= n, not abs(n): this module's abs is NumPy's, which wraps -2**63)
     if isinstance(x2, (int, np.integer)) and not isinstance(x2, bool) and \
             isinstance(x1, Tracer) and -64 <= int(x2) <= 64:
         n = int(x2)
         if n < 0 and x1.dtype.kind in "biu":
-            from .intrange import int_exponent_sign
+            from .intrange import check_narrowing, int_exponent_sign
+            if type(x2) is int:                  # NumPy converts it first: -1 is no uint8
+                check_narrowing(n, x1.dtype)
             int_exponent_sign(n)                 # raises NumPy's ValueError, at the user's line
         if x1.dtype.kind == "b":
             x1 = convert(x1, dtypes.int64)
         if n == 1:
             return x1
-        return ew.integer_pow_p.bind(x1, n=n)
+        out = ew.integer_pow_p.bind(x1, n=n)
+        if x1.ty.weak and x1.dtype.kind == "i":      # Python ints: exact, or an error
+            out = python_int_result(ew.integer_pow_p, (x1,), out, n=n)
+        return out
     dt, weak = _promoted(x1, x2)
     if dt.kind in "biu":
         return _int_power(x1, x2, dt, weak)
@@ -459,20 +482,30 @@ def _int_power(x1, x2, dt, weak):
     value passes through ``check(exponent < 0, ...)``, so it runs whenever the result is used).
     Unsigned exponents never raise.
     """
-    from .intrange import check_narrowing, int_exponent_sign
+    from .intrange import check_narrowing, int_exponent_sign, unchecked
+    from ._base import broadcast_to
     if dt == dtypes.bool_:
         dt, weak = dtypes.int8, False    # bool ** bool is int8 in NumPy
-    for a in (x1, x2):                   # NumPy's OverflowError for an out-of-range Python int
-        if _weak(a) and type_of(a).dtype.kind == "i":
-            check_narrowing(a, dt)
+    # NumPy's OverflowError for an out-of-range Python int
+    x1, x2 = [check_narrowing(a, dt) if _weak(a) and type_of(a).dtype.kind == "i" else a
+              for a in (x1, x2)]
     nonneg = int_exponent_sign(x2) or dt.kind == "u"
     x1, x2 = [a if isinstance(a, Tracer) else np.asarray(getattr(a, "value", a), dt)
               for a in (convert(x1, dt, weak), convert(x2, dt, weak))]
-    result, base, e = np.asarray(1, dt), x1, x2
-    for _ in range(8 * dt.itemsize - (dt.kind == "i")):     # the exponent's value bits
-        result = where(equal(remainder(e, 2), 1), multiply(result, base), result)
-        base = multiply(base, base)
-        e = floor_divide(e, 2)
+    result, base, e = 1 if weak else np.asarray(1, dt), x1, x2
+    # (np.where's result is strongly typed; a power of Python ints is a Python int)
+    select = (lambda c, a, b: ew.select_p.bind(c, a, b)) if weak else where
+    with unchecked():                    # (the squarings past the exponent's top bit wrap)
+        for _ in range(8 * dt.itemsize - (dt.kind == "i")):     # the exponent's value bits
+            result = select(equal(remainder(e, 2), 1), multiply(result, base), result)
+            base = multiply(base, base)
+            e = floor_divide(e, 2)
+    if weak and dt == dtypes.int64 and isinstance(result, Tracer):
+        # Python ints: exact, or an error (|x1| ** x2 beyond int64; a negative x2 fails below)
+        with unchecked():
+            big = less_equal(2.0 ** 63, power(absolute(convert(x1, dtypes.float64)),
+                                               convert(x2, dtypes.float64)))
+        result = ew.check(logical_and(big, x2 >= 0), result, "python_int_overflow")
     if nonneg:
         return result
     # a negative e gives some value above (e // 2 stays -1); the check raises before anyone sees it

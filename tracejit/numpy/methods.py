@@ -39,10 +39,19 @@ def _astype(self, dtype, copy=True):
 
 
 def _fresh(t):
-    """A new array of the same value: a NumPy copy (writes into it never reach ``t``)."""
-    out = mutation.value(t)
-    out.frozen = False if t.ndim == 0 else None      # x.copy() of a 0-d array is a 0-d array
-    return out
+    """A new array of the same value: a NumPy copy (writes into it never reach ``t``); the
+    copy of a scalar is a scalar, of a 0-d array a 0-d array."""
+    return mutation.value(t) if mutation.is_scalar(t) else mutation.array_copy(t)
+
+
+def _into_scalar(method):
+    """``s.fill(v)``, ``s.put(i, v)`` on a NumPy scalar, which is immutable: NumPy writes into
+    a temporary 0-d array of it, so only the errors of that write are seen."""
+    def wrapped(self, *args, **kwargs):
+        return method(mutation.array_copy(self) if mutation.is_scalar(self) else self, *args,
+                      **kwargs)
+    wrapped.__name__ = method.__name__
+    return wrapped
 
 
 def _new_array(fn):
@@ -87,7 +96,7 @@ def _pow(self, other):
     so is a boolean array to the Python int 2 (square: int8). NumPy scalars take no fast path
     (``np.True_ ** 2`` is int64, ``np.float64(-0.0) ** 0.5`` is 0.0): np.power."""
     if mutation.is_scalar(self):
-        return math.power(self, other)
+        return math.scalar_power(self, other)
     if self.dtype.kind in "fc" and type(other) is float and other == 0.5:
         return math.sqrt(self)              # sqrt(-0.0) = -0.0 and sqrt(-inf) = nan, unlike pow
     if self.dtype == dtypes.bool_ and _python_int(other) == 2:
@@ -142,8 +151,8 @@ _METHODS = {
     "take": indexing.take, "dot": products.dot, "conj": math.conj, "conjugate": math.conj,
     "round": math.round, "clip": math.clip, "diagonal": mutation.diagonal, "trace": products.trace,
     "copy": lambda self, order="C": _fresh(self),
-    "ptp": reductions.ptp, "fill": mutation.fill,
-    "put": lambda self, ind, v, mode="raise": mutation.put(self, ind, v, mode),
+    "ptp": reductions.ptp, "fill": _into_scalar(mutation.fill),
+    "put": _into_scalar(mutation.put),
     "nonzero": lambda self: nonzero(self),
     "sort": sorting.sort_inplace, "argsort": sorting.argsort,
 }

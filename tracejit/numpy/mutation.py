@@ -26,9 +26,10 @@ import numpy as np
 from .. import dtypes
 from ..core import Tracer, static_value, type_of
 from ..errors import ConcretizationError, TracerError, UnsupportedError
+from ..ops import elementwise as ew
 from . import indexing, intrange, intstore, math, products
 from . import shape as shp
-from ._base import convert
+from ._base import convert, is_scalar
 
 __all__ = ["reshape", "ravel", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze",
            "broadcast_to", "broadcast_arrays", "split", "array_split", "flip", "fliplr",
@@ -57,18 +58,22 @@ def value(t: Tracer) -> Tracer:
     return Tracer(t.builder, t.irvar)
 
 
-def is_scalar(t: Tracer) -> bool:
-    """Whether NumPy would hold this value as an immutable scalar (see the module docstring)."""
-    return t.frozen if t.frozen is not None else (t.ndim == 0 and t.base is None)
+def array_copy(t: Tracer) -> Tracer:
+    """A new array of ``t``'s value (a 0-d array, not a scalar, when ``t`` is 0-d)."""
+    out = value(t)
+    out.frozen = False if t.ndim == 0 else None
+    return out
 
 
 def link(parent, child, take, put, readonly=None, relayout=None):
     """Record that ``child`` is a NumPy view of ``parent``; returns ``child``."""
     if not isinstance(parent, Tracer) or not isinstance(child, Tracer):
         return child
-    if is_scalar(parent) and put is not None:      # NumPy makes a new array of a scalar
+    if is_scalar(parent) and put is not None:
+        # NumPy makes a new array of a scalar, but for the methods that keep its shape, which
+        # return a scalar (s.T, s.squeeze(), s.reshape(()), s.real; s[...] is in view_getitem)
         child = value(child)
-        child.frozen = False if child.ndim == 0 else None
+        child.frozen = None
         return child
     if child is parent:
         return child
@@ -116,6 +121,8 @@ def assign(t: Tracer, new) -> None:
         new = t.builder.constant(np.array(np.broadcast_to(getattr(new, "value", new), t.shape),
                                           t.dtype))
     check_writeable(t)
+    if new.ty.weak:           # (a Python number written into an array takes its strong type)
+        new = ew.convert_p.bind(new, dtype=new.dtype)
     t.builder.wrote = True
     node, val = t, new
     while node.base is not None:
@@ -285,11 +292,15 @@ def view_getitem(self, idx):
     """``x[idx]``: basic indexing (ints, slices, None, ...) is a view of x, the rest a copy."""
     out = indexing.getitem(self, idx)
     parts = idx if isinstance(idx, tuple) else (idx,)
-    if not isinstance(out, Tracer) or out is self or \
+    if not isinstance(out, Tracer) or \
             any(isinstance(p, (Tracer, list, np.ndarray, bool, np.bool_)) for p in parts):
         return out
     if out.ndim == 0 and not any(p is Ellipsis for p in parts):
-        return out                        # NumPy gives a scalar (a copy)
+        return value(out) if out is self else out       # NumPy gives a scalar (a copy)
+    if out.ndim == 0 and is_scalar(self):
+        return array_copy(out)            # s[...]: a new 0-d array of the scalar
+    if out is self:
+        return out
     return link(self, out, lambda p: indexing.getitem(p, idx),
                 lambda p, v: indexing.update(p, idx, v, "set"),
                 relayout=lambda lay: lay[idx])
@@ -503,7 +514,7 @@ def write_result(dst, result, casting="same_kind", where=True, what="out="):
         raise TypeError(f"Cannot cast array data from dtype('{rt.dtype}') to "
                         f"dtype('{dst.dtype}') according to the rule '{casting}' ({what})")
     if isinstance(result, Tracer):
-        intrange.check_narrowing(result, dst.dtype)  # a Python-int argument that does not fit
+        result = intrange.check_narrowing(result, dst.dtype)  # a Python int that does not fit
     new = broadcast(convert(result, dst.dtype), dst.shape)
     if where is not True:
         new = select(where, new, value(dst))
@@ -516,13 +527,11 @@ def copyto(dst, src, casting="same_kind", where=True):
     write_result(_target(dst, "copyto"), src, casting, where, "copyto")
 
 
-def _cyclic(values, n, dtype):
-    """``values`` flattened and repeated to length ``n`` (NumPy's put/putmask/place rule)."""
-    from ._base import has_tracer
-    from .creation import array
+def _cyclic(values, n, dtype, fname):
+    """``values`` as NumPy converts them (``intstore.put_values``), flattened and repeated to length
+    ``n`` (NumPy's put/putmask/place rule)."""
     from .shape import ravel
-    if isinstance(values, (list, tuple)) and has_tracer(values):
-        values = array(values)
+    values = intstore.put_values(values, np.dtype(dtype), fname)
     flat = ravel(values) if isinstance(values, Tracer) else np.ravel(values)
     k = flat.shape[0]
     if k == 0:
@@ -535,7 +544,8 @@ def _put_flat(a, positions, values, fname):
     a = _target(a, fname)
     check_writeable(a)                      # NumPy's first error, before an index error
     n = np.shape(positions)[0] if not isinstance(positions, Tracer) else positions.shape[0]
-    flat = indexing.update(ravel(value(a)), positions, _cyclic(values, n, a.dtype), "set")
+    flat = indexing.update(ravel(value(a)), positions, _cyclic(values, n, a.dtype, fname),
+                           "set")
     assign(a, shp.reshape(flat, a.shape))
 
 
@@ -567,7 +577,7 @@ def putmask(a, mask, values):
     """numpy.putmask: a.flat[i] = values.flat[i % len(values)] where mask.flat[i]."""
     from .logic import where
     a = _target(a, "putmask")
-    full = shp.reshape(_cyclic(values, a.size, a.dtype), a.shape)
+    full = shp.reshape(_cyclic(values, a.size, a.dtype, "putmask"), a.shape)
     assign(a, where(mask, full, value(a)))
 
 

@@ -218,7 +218,18 @@ ad.defjvp_zero(floordiv_p, "piecewise constant")
 rem_p = _make("rem", np.remainder, 2, kinds="if")               # sign of the divisor, as NumPy
 ad.defjvp(rem_p, lambda g, ans, x, y: g,        # x - floor(x / y) * y
           lambda g, ans, x, y: ad.mul(g, ad.neg(ad.unary("floor", ad.div(x, y)))))
-pow_p = _make("pow", np.power, 2, kinds="fc")
+
+
+def _c_pow(x, y):
+    """C's pow for every element, as the llvm backend computes it: NumPy's power loop takes a
+    fast path for an exponent of stride 0 (sqrt for 0.5, where sqrt(-0.0) is -0.0 and
+    sqrt(-inf) NaN but pow gives 0.0 and inf), which a contiguous exponent of the full shape,
+    at least 1-d, never has. (numpy.power's fast path is the front end's: numpy/math.py.)"""
+    shape = np.broadcast_shapes(np.shape(x), np.shape(y))
+    return np.power(x, np.array(np.broadcast_to(y, shape), ndmin=1)).reshape(shape)
+
+
+pow_p = _make("pow", _c_pow, 2, kinds="fc")
 
 
 def _pow_dx(g, ans, x, y):
@@ -484,6 +495,16 @@ ERRORS = {
     "scalar_out_of_bounds": (OverflowError, "Python integer out of bounds for the integer array "
                                             "it is stored into (NumPy stores a scalar through "
                                             "int(); store an array to get a C cast)"),
+    # Python ints computed in a trace (int64 there, exact in Python: numpy/intrange.py)
+    "python_int_out_of_bounds": (OverflowError, "Python integer out of bounds for the dtype of "
+                                                "the array it meets (NumPy converts a Python "
+                                                "int to the array's dtype)"),
+    "python_int_overflow": (OverflowError, "a Python int computed in the traced function does "
+                                           "not fit int64 (Python's ints are unbounded, traced "
+                                           "ones are int64): compute it with smaller values or "
+                                           "as an array of an explicit dtype"),
+    "python_int_zero_division": (ZeroDivisionError, "integer division or modulo by zero"),
+    "python_int_negative_shift": (ValueError, "negative shift count"),
     # numpy.linalg (numpy/factor.py), from the flag output of a linalg primitive
     "singular_matrix": (np.linalg.LinAlgError, "Singular matrix"),
     "not_positive_definite": (np.linalg.LinAlgError, "Matrix is not positive definite"),
