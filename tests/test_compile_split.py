@@ -83,12 +83,17 @@ def _functions(text):
     return sizes
 
 
+# the chain's sizes: one step per product (its tanh and add are the product's epilogue), so
+# the small one fills exactly one part of SEGMENT_STEPS steps and the large one four
+CHAIN = (segment.SEGMENT_STEPS, 4 * segment.SEGMENT_STEPS)
+
+
 @pytest.fixture(scope="module")
 def modules():
     """LLVM IR text of the chain and the RNN gradient at two sizes each."""
     W, h = _args_chain()
     out = {}
-    for T in (32, 128):
+    for T in CHAIN:
         out["chain", T] = tj.jit(_chain(T)).inspect_llvm(W, h)
     for T in (4, 16):
         out["rnn", T] = _rnn_grad(T).inspect_llvm(*_args_rnn(T))
@@ -103,14 +108,14 @@ def test_one_kernel_per_distinct_product(modules):
 
 
 def test_functions_stay_bounded(modules):
-    for case, small, large in (("chain", 32, 128), ("rnn", 4, 16)):
+    for case, small, large in (("chain", *CHAIN), ("rnn", 4, 16)):
         a, b = _functions(modules[case, small]), _functions(modules[case, large])
         # the largest function of the large graph is at most a little larger than that of the
         # small one (a fused loop of the RNN's backward pass does grow: planning, not LLVM)
         limit = 1.3 * max(a.values()) if case == "chain" else 4.5 * max(a.values())
         assert max(b.values()) <= limit, (case, max(a.values()), max(b.values()))
-    parts = [n for n in _functions(modules["chain", 128]) if re.search(r"_part\d+$", n)]
-    assert len(parts) >= 128 // segment.SEGMENT_STEPS
+    parts = [n for n in _functions(modules["chain", CHAIN[1]]) if re.search(r"_part\d+$", n)]
+    assert len(parts) >= CHAIN[1] // segment.SEGMENT_STEPS
 
 
 def _llvm_cpu(text, opt=1):
@@ -120,7 +125,7 @@ def _llvm_cpu(text, opt=1):
 
 
 def test_llvm_stage_near_linear(modules):
-    for case, small, large in (("chain", 32, 128), ("rnn", 4, 16)):
+    for case, small, large in (("chain", *CHAIN), ("rnn", 4, 16)):
         best = [np.inf, np.inf]
         for _ in range(3):
             best[0] = min(best[0], _llvm_cpu(modules[case, small]))

@@ -104,7 +104,24 @@ def _hand_chain(k):
     return Graph(invars=(y0, w, *xs), outvars=(y,), eqns=eqns)
 
 
-def test_hand_built_chain():
+@pytest.fixture
+def short_elementwise(monkeypatch):
+    """Elementwise-only chains roll from MIN_EQNS equations, as other chains do: the tests of
+    the mechanism below use them as the simplest body (by default such chains stay unrolled up
+    to MIN_EQNS_ELEMENTWISE: one fused pass; test_short_elementwise_chains_stay_fused)."""
+    monkeypatch.setattr(roll_mod, "MIN_EQNS_ELEMENTWISE", roll_mod.MIN_EQNS)
+
+
+def test_short_elementwise_chains_stay_fused():
+    """A Horner polynomial or a few dozen Newton steps on an array stay one fused loop."""
+    def f(x):
+        for _ in range(24):
+            x = 0.5 * (x + 2.0 / x)
+        return x
+    assert not _scans(tj.jit(f).ir(np.linspace(1, 9, 1000)))
+
+
+def test_hand_built_chain(short_elementwise):
     k = 20
     g = _hand_chain(k)
     rolled = roll(g)
@@ -118,7 +135,7 @@ def test_hand_built_chain():
     assert _same_bits(eval_graph(g, vals)[0], eval_graph(rolled, vals)[0])
 
 
-def test_short_repeats_stay_unrolled():
+def test_short_repeats_stay_unrolled(short_elementwise):
     k = roll_mod.MIN_STEPS - 1
     g = _hand_chain(k + 10)          # long enough in equations, too few copies below
     assert roll(_hand_chain(k)) is _hand_chain(k) or not _scans(roll(_hand_chain(k)))
@@ -215,7 +232,7 @@ def test_rnn_gradient_exact(value):
     assert_rolled_exact(flat, args, min_scans=2)
 
 
-def test_newton_exact():
+def test_newton_exact(short_elementwise):
     def sqrt_newton(a):
         x = a
         for _ in range(24):
@@ -336,7 +353,7 @@ def test_check_grads_through_rolled_loops():
     check_grads(f, args, order=2, modes=("fwd", "rev"))
 
 
-def test_ad_of_a_rolled_graph():
+def test_ad_of_a_rolled_graph(short_elementwise):
     def f(x):
         for _ in range(16):
             x = np.sin(x) * 0.9 + 0.1 * x

@@ -42,10 +42,11 @@ from .roll_rewrite import rewrite
 
 MIN_STEPS = 8         # fewer copies stay unrolled: a scan step costs a call per iteration
 MIN_EQNS = 48         # ... and so does a chain of fewer equations in all
-# An elementwise-only body on large arrays is one fused pass over memory when unrolled (on
-# all cores) but a pass per step when rolled (measured 2.6x slower at 10 steps of 4 ops on
-# 10^5 elements): such chains roll only when long enough for their compile time to dominate.
-LARGE_ELEMS, MIN_EQNS_LARGE_ELEMENTWISE = 1 << 14, 512
+# An elementwise-only body is one fused pass over memory when unrolled (on all cores) but a
+# pass per step when rolled (measured 2.6x slower at 10 steps of 4 ops on 10^5 elements; a
+# random sampler's polynomial became a scan and a second loop): such chains roll only when
+# long enough for their compile time to dominate.
+MIN_EQNS_ELEMENTWISE = 512
 CANDIDATES = 16       # periods tried at one position: next occurrences of its first equation
 BUDGET = 64           # operand comparisons per equation of the graph, at most
 _NO_ROLL = ("check", "pure_callback")
@@ -95,9 +96,8 @@ def _rollable(eqn: Eqn) -> bool:
 
 def _min_eqns(body) -> int:
     """The fewest equations a chain of copies of ``body`` needs to be rolled."""
-    if all(e.prim.kind == "elementwise" for e in body) and \
-            max(v.ty.size for e in body for v in e.outvars) >= LARGE_ELEMS:
-        return MIN_EQNS_LARGE_ELEMENTWISE
+    if all(e.prim.kind == "elementwise" for e in body):
+        return MIN_EQNS_ELEMENTWISE
     return MIN_EQNS
 
 

@@ -168,7 +168,27 @@ def _plan_one(plan, step):
             if v.strides[1] not in (0, 1):
                 return None
             leaves.append((a, v))
-    return g, Epilogue(p, list(g.eqns), result, leaves, consts)
+    return g, Epilogue(p, _canonical(g.eqns, result), result, leaves, consts)
+
+
+def _canonical(eqns, result):
+    """``eqns`` in the order of a depth-first walk from ``result`` over operands in order (the
+    rest after, as they were): the epilogue's code then depends on its expression only, not on
+    which equations view sinking prepended, so equal products share one kernel."""
+    by_out = {id(e.outvars[0]): e for e in eqns}
+    order, seen, stack = [], set(), [(result, False)]
+    while stack:
+        v, done = stack.pop()
+        e = by_out.get(id(v))
+        if e is None:
+            continue
+        if done:
+            order.append(e)
+        elif id(e) not in seen:
+            seen.add(id(e))
+            stack.append((v, True))
+            stack.extend((a, False) for a in reversed(e.invars) if isinstance(a, Var))
+    return order + [e for e in eqns if id(e) not in seen]
 
 
 def fuse_epilogues(plan):
