@@ -48,8 +48,8 @@ def compile_graph_with_objects(graph, trusted=None):
     compiled or loaded now, ``[(cache key, symbols, opt, bytes)]`` (empty for modules this
     process had loaded already), for an artifact. ``trusted`` (``trusted_objects``) is loaded
     instead of compiling a module whose cache key it holds."""
-    from .engine import jit
-    with jit.object_code(trusted) as record:
+    from .engine import objects
+    with objects.object_code(trusted) as record:
         exe = compile_graph(graph)
     return exe, list(record)
 
@@ -58,10 +58,10 @@ def sealed_objects(record) -> list:
     """Object code of ``compile_graph_with_objects`` as artifact records (dicts: key, symbols,
     opt, data, mac, and the host: cpu, features, llvmlite), each authenticated with this
     user's secret (``diskcache.seal``); none when there is no trusted cache directory."""
-    from .engine import jit
+    from .engine import jit, objects
     out = []
     for key, symbols, opt, data in record:
-        mac = jit.seal_object(key, symbols, data)
+        mac = objects.seal_object(key, symbols, data)
         if mac is not None:
             out.append(dict(jit.host_identity(), key=key, symbols=list(symbols), opt=opt,
                             data=data, mac=mac))
@@ -72,12 +72,12 @@ def trusted_objects(records) -> dict:
     """cache key -> (symbols, bytes) of the artifact records made for this host (CPU, features,
     llvmlite) whose MAC this user's secret verifies; the others are left out (their modules
     are compiled from the IR)."""
-    from .engine import jit
+    from .engine import jit, objects
     host = jit.host_identity()
     out = {}
     for r in records:
         if all(r.get(k) == v for k, v in host.items()) and \
-                jit.authentic_object(r["key"], r["symbols"], r["data"], r["mac"]):
+                objects.authentic_object(r["key"], r["symbols"], r["data"], r["mac"]):
             out[r["key"]] = (tuple(r["symbols"]), r["data"])
     return out
 

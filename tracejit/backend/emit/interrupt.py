@@ -226,9 +226,9 @@ def _build_handler():
 
 def _handler_address() -> int:
     if _state["handler"] is None:
-        from ..engine import jit
+        from ..engine import jit, objects
         _register()
-        jit.compile_library("sigint", _build_handler, jit.source_key(sys.modules[__name__]))
+        jit.compile_library("sigint", _build_handler, objects.source_key(sys.modules[__name__]))
         _state["handler"] = jit.function_address("tj_sigint_handler")
         atexit.register(_restore)
     return _state["handler"]

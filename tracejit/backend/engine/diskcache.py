@@ -39,7 +39,7 @@ import struct
 import threading
 import time
 
-try:    # the BLAKE2 that hashlib re-exports, without loading OpenSSL (see jit.new_hash)
+try:    # the BLAKE2 that hashlib re-exports, without loading OpenSSL (see objects.new_hash)
     from _blake2 import blake2b as _blake2b
 except ImportError:  # pragma: no cover - a Python without the builtin module
     from hashlib import blake2b as _blake2b

@@ -9,8 +9,8 @@ Invariants (llvmlite 0.50 / LLVM 22 pitfalls, see shared/reference notes):
 - every external declaration must resolve before code runs (an unresolved symbol segfaults on the
   first call), so ``compile_ir`` checks them.
 
-Object code of a process's own graphs can also be handed over (``object_code``): inside the
-block, the cacheable modules compiled or loaded on the calling thread are recorded (for an
+Object code of a process's own graphs can also be handed over (``objects.object_code``): inside
+the block, the cacheable modules compiled or loaded on the calling thread are recorded (for an
 artifact: ``tracejit/artifact.py``), and objects the caller authenticated (an artifact's, see
 ``diskcache.seal``) are loaded instead of compiled when their cache key is the module's.
 
@@ -29,7 +29,6 @@ import contextlib
 import os
 import re
 import threading
-from typing import NamedTuple
 
 import llvmlite
 import llvmlite.binding as llvm
@@ -37,19 +36,14 @@ import llvmlite.binding as llvm
 from ...config import config
 from . import diskcache
 from .diskcache import stats
+from .objects import Cached, defined_symbols, handover_state, keep_object, new_hash
+from .objects import handed_over as _handed_over, read_entry as _read_entry, \
+    write_entry as _write_entry
 
-try:    # the BLAKE2 that hashlib re-exports; importing hashlib would also load OpenSSL (~2.5 ms)
-    from _blake2 import blake2b as _blake2b
-except ImportError:  # pragma: no cover - a Python without the builtin module
-    from hashlib import blake2b as _blake2b
 
 llvm.initialize_native_target()
 llvm.initialize_native_asmprinter()
 
-
-def new_hash(data: bytes = b""):
-    """A 32-byte content hash (BLAKE2b): cache keys, entry checksums, content-derived names."""
-    return _blake2b(data, digest_size=32)
 
 _lock = threading.RLock()
 _engine = None
@@ -215,55 +209,12 @@ def _engine_of(code):
 
 # module name -> (path, key, symbols, cached object or None, object_code record or None, opt)
 _pending: dict[str, tuple] = {}
-_handover = threading.local()     # this thread's object_code block: (record, trusted objects)
-
-
-@contextlib.contextmanager
-def object_code(trusted=None):
-    """Record the object code of the cacheable modules compiled or loaded on this thread inside
-    the block: yields a list that gets ``(key, symbols, opt, object bytes)`` per module.
-    ``trusted`` (cache key -> (symbols, object bytes), authenticated by the caller) is served
-    instead of compiling a module with that key and exactly those symbols."""
-    previous = getattr(_handover, "state", None)
-    record: list = []
-    _handover.state = (record, dict(trusted or {}))
-    try:
-        yield record
-    finally:
-        _handover.state = previous
 
 
 def host_identity() -> dict:
     """What object code depends on besides its IR: host CPU name and features, llvmlite."""
     cpu, features = host_cpu()
     return {"cpu": cpu, "features": features, "llvmlite": llvmlite.__version__}
-
-
-def _handover_dir():
-    """The trusted directory whose secret authenticates object code handed between this
-    user's processes: ``config.cache_dir``, else ``config.library_cache_dir``."""
-    return config.cache_dir or config.library_cache_dir or None
-
-
-def seal_object(key: str, symbols, obj: bytes):
-    """The MAC (hex) under which ``obj`` may be handed to this user's processes, or None (no
-    trusted cache directory: the object cannot be authenticated, so it is not handed over)."""
-    return diskcache.seal(_handover_dir(), key, symbols, obj)
-
-
-def authentic_object(key: str, symbols, obj: bytes, mac) -> bool:
-    """Whether ``mac`` is this user's MAC of ``obj`` for ``key`` and ``symbols``."""
-    directory = _handover_dir()
-    return bool(directory) and diskcache.authentic(directory, key, symbols, obj, mac)
-
-
-def _handed_over(state, key, symbols):
-    """The trusted object for ``key`` / ``symbols`` in this thread's object_code block."""
-    if state is None:
-        return None
-    found = state[1].get(key)
-    return found[1] if found is not None and sorted(found[0]) == sorted(symbols) else None
-_DEFINED = re.compile(r'^define [^@]*@"?([^"(\s]+)"?\(|^@"?([^"\s]+)"? = (?!external )', re.M)
 
 
 def cache_key(llvm_ir_text: str, opt: int = 1) -> str:
@@ -275,12 +226,6 @@ def cache_key(llvm_ir_text: str, opt: int = 1) -> str:
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:32]
-
-
-def defined_symbols(llvm_ir_text: str) -> list:
-    """Names of the functions and globals an LLVM module defines, read from its text (an entry
-    is bound to them). From the text: walking the module costs ctypes calls per function."""
-    return sorted({a or b for a, b in _DEFINED.findall(llvm_ir_text)})
 
 
 def _cache_getbuffer(module):
@@ -296,38 +241,6 @@ def _cache_notify(module, obj: bytes):
             _write_entry(path, obj, key, symbols)
         if record is not None:
             record.append((key, tuple(symbols), opt, bytes(obj)))
-
-
-def _read_entry(path, key=None, symbols=None):
-    """The authenticated object bytes of the cache entry at ``path`` for ``key`` (default: the
-    file name's stem) and ``symbols``, or None; a refused entry is counted and removed."""
-    if key is None:
-        key = os.path.splitext(os.path.basename(path))[0]
-    return diskcache.read_entry(path, key, symbols)
-
-
-def _write_entry(path, obj: bytes, key=None, symbols=None) -> None:
-    """Store ``obj`` at ``path``, authenticated and bound to ``key`` and ``symbols``."""
-    if key is None:
-        key = os.path.splitext(os.path.basename(path))[0]
-    diskcache.write_entry(path, key, symbols, obj)
-
-
-_source_hashes: dict = {}
-
-
-def source_key(*sources) -> str:
-    """Hash of source files (modules or paths): library code's part of a library cache key."""
-    paths = tuple(getattr(m, "__file__", m) for m in sources)
-    key = paths
-    h = _source_hashes.get(key)
-    if h is None:
-        d = new_hash()
-        for path in paths:
-            with open(path, "rb") as f:
-                d.update(f.read())
-        h = _source_hashes[key] = d.hexdigest()
-    return h
 
 
 def compile_library(name: str, build, source: str, opt: int = 1) -> bool:
@@ -363,38 +276,16 @@ def compile_library(name: str, build, source: str, opt: int = 1) -> bool:
         return _add_object(_get_engine(), path, key, None, emit, "lib_")
 
 
-class Cached(NamedTuple):
-    """Where a module's object code is kept: its cache key, the symbols it defines, its entry
-    path in ``config.cache_dir`` (or None), and the object found (or None)."""
-    key: str
-    symbols: list
-    path: str | None
-    obj: bytes | None
-
-
 def cached_object(text: str, opt: int) -> Cached:
     """The object code of the cacheable module ``text`` at ``opt`` handed over to this
     thread's ``object_code`` block or in the disk cache (authenticated), if any."""
     key, symbols = cache_key(text, opt), defined_symbols(text)
-    state = getattr(_handover, "state", None)
+    state = handover_state()
     path = os.path.join(config.cache_dir, key + ".o") if config.cache_dir else None
     obj = _handed_over(state, key, symbols)
     if obj is None and path:
         obj = _read_entry(path, key, symbols)
     return Cached(key, symbols, path, obj)
-
-
-def keep_object(cached: Cached, opt: int, obj: bytes) -> None:
-    """Count the object of ``cached`` (loaded when it was found, else compiled: written to the
-    disk cache) and record it in this thread's ``object_code`` block."""
-    if cached.obj is None:
-        if cached.path:
-            _write_entry(cached.path, obj, cached.key, cached.symbols)
-        diskcache.count("graph_compiled")
-    diskcache.count("compiled" if cached.obj is None else "loaded")
-    state = getattr(_handover, "state", None)
-    if state is not None:
-        state[0].append((cached.key, tuple(cached.symbols), opt, bytes(obj)))
 
 
 def _add_object(engine, path, key, symbols, emit, counter="", state=None, opt=0, graph=False):
@@ -498,7 +389,7 @@ def compile_ir(llvm_ir, opt: int = 1, cacheable: bool = False, code: Code | None
         mod.triple = triple()
         mod.data_layout = data_layout()
         cached = None
-        state = getattr(_handover, "state", None) if cacheable else None
+        state = handover_state() if cacheable else None
         if cacheable and (config.cache_dir or state) and opt > 0:
             # MCJIT asks _cache_getbuffer for the object while adding the module: it gets the
             # entry read and authenticated here, so a refused one is recompiled optimised

@@ -20,6 +20,7 @@ Invariants:
 from __future__ import annotations
 
 from . import jit, split, workers
+from .objects import keep_object
 
 # LLVM seconds per line of module text (tests/test_parallel_compile.py, the RNN gradient):
 # the O1 pipeline and full code generation of matmul modules, FastISel at opt 0
@@ -64,7 +65,7 @@ def compile_module(code: jit.Code, text: str, opt: int, cacheable: bool) -> None
         for k, part in enumerate(parts):
             obj = found[k].obj if k not in futures else _result(futures[k], k, parts, lines)
             if cacheable:
-                jit.keep_object(found[k], opt, obj)
+                keep_object(found[k], opt, obj)
             objects.append(obj)
     finally:
         for f in futures.values():

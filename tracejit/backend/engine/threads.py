@@ -38,7 +38,7 @@ import time
 from llvmlite import ir
 
 from ...config import config, on_set
-from . import jit
+from . import jit, objects
 
 MAX_THREADS = 256
 SPIN_SECONDS = 50e-6           # bounded spin before a futex sleep
@@ -376,7 +376,7 @@ def _default_threads() -> int:
 def _compile_pool():
     global _pool, _num_threads
     import sys
-    jit.compile_library("pool", lambda: _Emitter().build(), jit.source_key(sys.modules[__name__]),
+    jit.compile_library("pool", lambda: _Emitter().build(), objects.source_key(sys.modules[__name__]),
                         opt=2)
     addr = {name: jit.function_address(name) for name in (
         "tj_parallel_for", "tj_pool_shutdown", "tj_pool_after_fork", "tj_pool_set_nthreads",

@@ -68,7 +68,7 @@ import threading
 
 import llvmlite.ir as ir
 
-from ..engine import jit
+from ..engine import jit, objects
 from . import emitter as em
 
 F64 = ir.DoubleType()
@@ -330,7 +330,7 @@ def _compile_one(name) -> None:
     """One function name (both types, every width) as library code: object code cached in
     ``config.library_cache_dir`` (``jit.compile_library``), compiled on a miss."""
     here = os.path.dirname(__file__)
-    source = jit.source_key(*(os.path.join(here, f) for f in (
+    source = objects.source_key(*(os.path.join(here, f) for f in (
         "library.py", "emitter.py", "f32.py", "trig.py", "log.py")))
     if name in _LIBM:
         mvec = _libmvec()              # registers the libmvec symbols the object calls

@@ -34,7 +34,7 @@ import threading
 
 from llvmlite import ir
 
-from ..engine import jit
+from ..engine import jit, objects
 from . import pyabi, pyabi_reuse, pyobj
 from .pyabi import NOMATCH
 from .pyobj import declare, external, field_ptr, i32, i64, load_at, ptr
@@ -173,7 +173,7 @@ def _compiled_slots():
             # generating sources and the Python version (the slot functions bake in offsets)
             import sys
             jit.compile_library("dispatch", _emit_type_module,
-                                jit.source_key(sys.modules[__name__], pyabi, pyobj) + sys.version,
+                                objects.source_key(sys.modules[__name__], pyabi, pyobj) + sys.version,
                                 opt=2)
             _slot_addresses = {k: jit.function_address(f"tj_fd_{k}")
                                for k in ("call", "new", "clear", "traverse", "dealloc")}
