@@ -14,7 +14,8 @@ Pipeline; each part imports only the parts listed before it (tests/test_import_l
                    ``buffers.py``: slots and one arena per call from liveness. ``verify.py``
                    checks both whenever ``config.check_ir`` is on (always under pytest).
 - ``engine/``      ``jit.py`` (the only module that touches ``llvmlite.binding``: host target,
-                   compile, symbols, one engine per graph module), ``diskcache.py``,
+                   compile, symbols, one engine per graph module), ``objects.py`` (object
+                   code as data: hashes, symbols, entries, hand-over), ``diskcache.py``,
                    ``threads.py`` (the native pool), ``loaded.py`` (modules freed with their
                    last executable), ``parallel.py`` / ``split.py`` / ``workers.py`` (large
                    modules compiled in parts on worker processes).
