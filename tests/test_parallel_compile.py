@@ -9,6 +9,7 @@ import resource
 import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -175,11 +176,16 @@ def test_a_killed_idle_worker_is_replaced(in_parts):
 
 def test_a_worker_killed_while_compiling_is_a_memory_error():
     cpu, features = jit.host_cpu()
-    body = "\n".join(f"  %v{k} = fmul double %v{k - 1}, 1.5" for k in range(1, 20000))
-    text = f"define double @big(double %v0) {{\n{body}\n  ret double %v19999\n}}\n"
+    body = "\n".join(f"  %v{k} = fmul double %v{k - 1}, 1.5" for k in range(1, 200000))
+    text = f"define double @big(double %v0) {{\n{body}\n  ret double %v199999\n}}\n"
     workers.shutdown()
     workers.submit("", 0, cpu, features).result()
     futures = [workers.submit(text, 1, cpu, features) for _ in workers.pids()]
+    # the jobs reach the workers through a queue: a worker killed before it took its job is
+    # replaced and the job then succeeds, so kill them well inside their compiles (each takes
+    # seconds on this 2*10^5-instruction function)
+    time.sleep(1.0)
+    assert not any(f.done() for f in futures)
     for pid in workers.pids():
         os.kill(pid, signal.SIGKILL)
     for fut in futures:
