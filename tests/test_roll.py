@@ -13,7 +13,6 @@
 """
 from __future__ import annotations
 
-import contextlib
 import gc
 import os
 import sys
@@ -29,7 +28,7 @@ from tracejit.core import eval_graph, make_graph
 from tracejit.ir import Eqn, Graph, Type, Var, verify
 from tracejit.ops import elementwise as ew
 from tracejit.passes import _roll_rounds
-from tracejit.test_util import check_grads, using_backend
+from tracejit.test_util import check_grads, using_backend, using_config
 from tracejit.transforms import roll as roll_mod
 from tracejit.transforms.roll import roll
 
@@ -39,14 +38,8 @@ H = 6
 F64 = Type(np.dtype(np.float64), (H,))
 
 
-@contextlib.contextmanager
 def rolling(on: bool):
-    old = config.roll_loops
-    config.roll_loops = on
-    try:
-        yield
-    finally:
-        config.roll_loops = old
+    return using_config(roll_loops=on)
 
 
 def _scans(graph):
@@ -322,11 +315,8 @@ def test_fuzz_programs_in_loops_exact():
         # alpha; config.fold_product_scalars), rounding differently: unrolled, copy t+1's
         # product sees copy t's scaling, a scan body's does not. Rolling's contract is about
         # the IR (the interpreter below is exact), so the llvm runs keep NumPy's order.
-        old, config.fold_product_scalars = config.fold_product_scalars, False
-        try:
+        with using_config(fold_product_scalars=False):
             out = _both(looped, inputs)
-        finally:
-            config.fold_product_scalars = old
         for backend in ("interpret", "llvm"):
             for a, b in zip(out[backend, False], out[backend, True]):
                 assert _same_bits(a, b) or (np.isnan(a).all() and np.isnan(b).all()), \

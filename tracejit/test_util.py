@@ -128,12 +128,20 @@ def check_grads(f, args, order=2, modes=("fwd", "rev"), eps=None, atol=None, rto
 
 
 @contextlib.contextmanager
-def using_backend(name: str):
-    """``tracejit.config.backend`` set to ``name`` inside the block, restored after it."""
+def using_config(**settings):
+    """``tracejit.config`` settings (``roll_loops=False``, ...) inside the block, restored after
+    it."""
     from .config import config
-    saved = config.backend
-    config.backend = name
+    saved = {name: getattr(config, name) for name in settings}
     try:
+        for name, value in settings.items():
+            setattr(config, name, value)
         yield
     finally:
-        config.backend = saved
+        for name, value in saved.items():
+            setattr(config, name, value)
+
+
+def using_backend(name: str):
+    """``tracejit.config.backend`` set to ``name`` inside the block, restored after it."""
+    return using_config(backend=name)
