@@ -22,7 +22,6 @@ import numpy as np
 import pytest
 
 import tracejit as tj
-from tracejit import config
 from tracejit.api import _compile
 from tracejit.core import eval_graph, make_graph
 from tracejit.ir import Eqn, Graph, Type, Var, verify
