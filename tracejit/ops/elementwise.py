@@ -508,6 +508,11 @@ ERRORS = {
     # numpy.linalg (numpy/factor.py), from the flag output of a linalg primitive
     "singular_matrix": (np.linalg.LinAlgError, "Singular matrix"),
     "not_positive_definite": (np.linalg.LinAlgError, "Matrix is not positive definite"),
+    # numpy.linalg's eigh / svd / eig on llvm (backend/emit/lapack.py): LAPACK's info > 0, or
+    # eig of a matrix holding inf/NaN (NumPy's own messages name the function; one bit here)
+    "no_convergence": (np.linalg.LinAlgError, "Eigenvalues or singular values did not "
+                                              "converge (LAPACK syevd/heevd/gesdd/geev failed; "
+                                              "eig also refuses infs and NaNs)"),
     # x[mask] = values with a traced mask (numpy/indexing.py, _masked_values); NumPy's text
     # names both counts, of which the mask's is known only at run time
     "mask_values": (ValueError, "NumPy boolean array indexing assignment cannot assign the "

@@ -29,12 +29,13 @@ from ...ir import _Namer
 from ..abi import ERR_NOMEM
 from ..matmul import tiled as matmul
 from ..plan.rowfuse import RowMatvecGroup
-from ..plan.steps import (ArgStep, ControlStep, LinalgStep, LoopGroup, MatmulStep, ScanStep,
-                          ScatterStep, matmul_layout)
+from ..plan.steps import (ArgStep, ControlStep, LapackStep, LinalgStep, LoopGroup, MatmulStep,
+                          ScanStep, ScatterStep, matmul_layout)
 from . import interrupt, stacks
 from .arg import emit_arg
 from .control import emit_control
 from .epilogue import emitter, structure_key
+from .lapack import emit_lapack
 from .linalg import emit_linalg
 from .loops import _combine, _for, emit_group
 from .memory import _real, add_index, identity
@@ -206,6 +207,10 @@ class SegmentEmitter:
             self.has_matmul = True          # scalar loops with an accumulator want O1 too
             b.call(emit_linalg(self.module, self._name("linalg"), step.eqn, self.plan,
                                self.slot_of), [slots])
+        elif isinstance(step, LapackStep):
+            self.has_matmul = True          # the copies in and out want O1 too
+            b.call(emit_lapack(self.module, self._name("lapack"), step.eqn, self.plan,
+                               self.slot_of, self.err_slot), [slots])
         elif isinstance(step, ControlStep):
             self.codes[id(step)] = emit_control(self, b, slots, step, self._name("ctl"))
         else:

@@ -46,9 +46,10 @@ from .rowfuse import fuse_rowwise
 from .readers import FuseIndex
 from .foldscalars import fold_scalars
 from .sinkviews import sink_views
-from .steps import (ARG_PRIMS, LINALG_PRIMS, REDUCE_PRIMS, ArgStep, ControlStep, EqnStep,
-                    FallbackStep, LinalgStep, LoopGroup, MatmulStep, Plan, ScanStep, ScatterStep,
-                    can_lower, can_lower_arg, can_lower_arg_any, can_lower_linalg,
+from .steps import (ARG_PRIMS, LAPACK_PRIMS, LINALG_PRIMS, REDUCE_PRIMS, ArgStep, ControlStep,
+                    EqnStep, FallbackStep, LapackStep, LinalgStep, LoopGroup, MatmulStep, Plan,
+                    ScanStep, ScatterStep, can_lower, can_lower_arg, can_lower_arg_any,
+                    can_lower_lapack, can_lower_linalg,
                     can_lower_scan, can_lower_scatter, can_lower_take, loop_carries,
                     matmul_layout, step_reads, touches_stack)
 from .verify import verify_plan
@@ -86,16 +87,18 @@ def _place_in_loop(plan: Plan, eqn, shape, operands, last_by_shape) -> LoopGroup
     return g
 
 
-def partition(graph, vector_bytes: int, donated=None, arguments=False) -> Plan:
+def partition(graph, vector_bytes: int, donated=None, arguments=False, lapack=None) -> Plan:
     """Assign every equation of ``graph`` to a step (see the module docstring); the target's
-    vector register width (``vector_bytes``) is the one fact about the machine planning reads.
+    vector register width (``vector_bytes``) and whether it can call numpy's LAPACK (``lapack``:
+    a function asked only when a linalg equation needs the answer; None: no) are the facts
+    about the machine planning reads.
     ``donated`` (input index -> output index): inputs whose buffer the caller lets that output
     reuse; ``arguments``: they are the caller's arrays (``Plan.donated``, ``inplace.py``)."""
     # views of values sunk, scalar factors moved from product operands to their epilogues
     graph = sink_views(graph)
     if config.fold_product_scalars:
         graph = fold_scalars(graph)
-    plan = Plan(graph, vector_bytes, donated, arguments)
+    plan = Plan(graph, vector_bytes, donated, arguments, lapack)
     graph = plan.graph
     last_by_shape: dict = {}
     for eqn in graph.eqns:
@@ -182,9 +185,10 @@ def partition(graph, vector_bytes: int, donated=None, arguments=False) -> Plan:
             step.writes.append(outs[0])
             plan.producer[id(outs[0])] = step
             continue
-        if name in LINALG_PRIMS and can_lower_linalg(plan, eqn):
+        linalg = name in LINALG_PRIMS and can_lower_linalg(plan, eqn)
+        if linalg or (name in LAPACK_PRIMS and can_lower_lapack(plan, eqn)):
             eqn = contiguous_operands(plan, eqn)        # a transposed operand is copied first
-            step = plan.new(LinalgStep, eqn)
+            step = plan.new(LinalgStep if linalg else LapackStep, eqn)
             plan.add_preds(step, eqn.invars)
             for v in outs:
                 step.writes.append(v)
@@ -269,7 +273,7 @@ def plan_subgraphs(plan, eqn):
     for g, donated in zip(graphs, _carry_donations(eqn)):
         if any(t.dynamic for t in g.out_types):
             return None          # a stack carried or returned by a branch: ownership moves
-        sub = partition(g, plan.vector_bytes, donated)
+        sub = partition(g, plan.vector_bytes, donated, lapack=plan.lapack)
         if any(isinstance(s, FallbackStep) for s in sub.steps):
             return None
         subs.append(sub)

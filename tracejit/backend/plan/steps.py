@@ -13,6 +13,7 @@ emitter that carries it out (``emit/<kind>.py``, which imports this module, neve
 | arg       | ``ArgStep``    | :func:`can_lower_arg_any`          | ``emit/arg.py``       |
 | scatter   | ``ScatterStep``| :func:`can_lower_scatter`          | ``emit/scatter.py``   |
 | linalg    | ``LinalgStep`` | :func:`can_lower_linalg`           | ``emit/linalg.py``    |
+| lapack    | ``LapackStep`` | :func:`can_lower_lapack`           | ``emit/lapack.py``    |
 | control   | ``ControlStep``| ``partition.plan_subgraphs``       | ``emit/control.py``   |
 | numpy     | ``FallbackStep`` | (anything else)                  | ``runtime/executable.py`` |
 
@@ -131,6 +132,12 @@ class LinalgStep(EqnStep):
     kind = "linalg"
 
 
+class LapackStep(EqnStep):
+    """A linalg primitive as calls into numpy's LAPACK (``emit/lapack.py``; legality:
+    :func:`can_lower_lapack`)."""
+    kind = "lapack"
+
+
 class FallbackStep(EqnStep):
     """An equation without a native lowering, run by NumPy between native segments."""
     kind = "numpy"
@@ -139,8 +146,10 @@ class FallbackStep(EqnStep):
 class Plan:
     """The result of :func:`partition`: steps in order, views, and slot owners."""
 
-    def __init__(self, graph, vector_bytes: int, donated=None, arguments=False):
+    def __init__(self, graph, vector_bytes: int, donated=None, arguments=False, lapack=None):
         self.graph = graph
+        self.lapack = lapack            # () -> whether numpy's LAPACK can be called (asked
+                                        # only when an equation needs it), or None: it cannot
         self.donated = dict(donated or {})  # input index -> output index that may reuse its
                                             # buffer (loop carries, written arguments)
         self.arguments = arguments      # the donated inputs are the caller's arrays: once one is
@@ -370,5 +379,24 @@ def can_lower_linalg(plan, eqn) -> bool:
     if np.dtype(a.ty.dtype) not in (np.dtype(np.float32), np.dtype(np.float64)) or \
             _linalg_work(eqn) > LINALG_MAX_WORK:
         return False
+    return _slot_operands(plan, eqn)
+
+
+def _slot_operands(plan, eqn) -> bool:
     return all(isinstance(x, Var) and isinstance(plan.view_of(x).base, Var)
                for x in eqn.invars)
+
+
+LAPACK_PRIMS = LINALG_PRIMS + ("slogdet", "eigh", "svd", "qr", "eig")
+
+
+def can_lower_lapack(plan, eqn) -> bool:
+    """LapackStep: any linalg primitive (real or complex, single or double precision) of
+    non-empty matrices, when the target can call numpy's LAPACK (``Plan.lapack``) and every
+    operand is a view of a slot (the partitioner copies a strided one into a contiguous
+    temporary first). Small real cholesky / triangular_solve / solve are native loops instead
+    (:func:`can_lower_linalg`, tried first)."""
+    if eqn.prim.name not in LAPACK_PRIMS or plan.lapack is None or \
+            any(d == 0 for x in eqn.invars for d in x.ty.shape[-2:]):
+        return False
+    return _slot_operands(plan, eqn) and plan.lapack()

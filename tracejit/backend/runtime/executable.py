@@ -60,12 +60,14 @@ from ...ops import elementwise
 from ..abi import (CHECK_BITS, DESC_BYTES, ERR_INDEX, ERR_INTERRUPT, ERR_NOMEM, ERR_STACK_LENGTH,
                    ERR_WHILE_LIMIT)
 from ..emit import control, interrupt, segment
+from ..emit.lapack import routine as lapack_routine
 from ..emit.segment import graph_namer
 from ..engine import jit, loaded, parallel
+from ..matmul import lapack
 from ..matmul.kernel import vector_bytes
 from ..plan import buffers, partition
-from ..plan.steps import (ArgStep, ControlStep, FallbackStep, LinalgStep, LoopGroup, MatmulStep,
-                          ScanStep, ScatterStep)
+from ..plan.steps import (ArgStep, ControlStep, FallbackStep, LapackStep, LinalgStep, LoopGroup,
+                          MatmulStep, ScanStep, ScatterStep)
 from . import control_fallback, stack_arrays, tiers
 
 log = logging.getLogger("tracejit")
@@ -170,7 +172,8 @@ class Executable:
         donated = None if any(v.ty.dynamic for v in (*graph.invars, *graph.outvars)) else \
             dict(graph.writes)
         with compiler_stage("fusion planning (backend/plan/partition.py)", graph):
-            self.plan = partition.partition(graph, vector_bytes(), donated, arguments=True)
+            self.plan = partition.partition(graph, vector_bytes(), donated, arguments=True,
+                                            lapack=lapack.available)
         with compiler_stage("buffer planning (backend/plan/buffers.py)", self.plan.graph):
             self.buffers = buffers.plan_buffers(self.plan)
         self.namer = graph_namer(graph)
@@ -579,6 +582,10 @@ class Executable:
             elif isinstance(step, LinalgStep):
                 outs = " ".join(n(v) for v in step.eqn.outvars)
                 lines.append(f"  {outs} = {step.eqn.prim.name} (native loops)")
+            elif isinstance(step, LapackStep):
+                outs = " ".join(n(v) for v in step.eqn.outvars)
+                lines.append(f"  {outs} = {step.eqn.prim.name} "
+                             f"(LAPACK {lapack_routine(step.eqn)})")
             elif isinstance(step, ControlStep):
                 outs = " ".join(n(v) for v in step.eqn.outvars)
                 lines.append(f"  {outs} = {control.describe(step, code)}")
