@@ -14,7 +14,7 @@ from llvmlite import ir
 
 from ..mathlib import library as mathlib
 from ..plan import lowering
-from .ops import I32, _isfinite, _isinf, _isnan, convert_value
+from .ops import I32, _check, _isfinite, _isinf, _isnan, convert_value
 
 # complex: a value is a (re, im) pair of real registers. Rounding replicates NumPy 2.4 on this
 # host (checked in tests): multiply is re = fma(ar, br, -(ai*bi)), im = fma(ar, bi, ai*br) (its
@@ -351,5 +351,6 @@ CEMIT = {
     "exp2": _cexp2, "expm1": _cexpm1, "log1p": _clog1p,
     "stop_gradient": lambda cx, eqn, x: x, "abs": _cabs, "sign": _csign, "pow": _cpow,
     "complex": lambda cx, eqn, re, im: (re, im),     # real operands: the pair itself
+    "check": _check,            # emitted by the loop group itself, as for real values
 }
 assert CEMIT.keys() == lowering.COMPLEX, "the planner's names are this table's keys"

@@ -3,8 +3,9 @@
 
 One internal function ``void @name(ptr slots)`` per equation, called from its segment, looping
 over the batch of matrices (row-major, contiguous). The algorithms are the unblocked textbook
-ones, which for the small matrices the planner sends here (``steps.LINALG_MAX_WORK``) beat a call
-into NumPy between native segments by a wide margin, and keep the whole function native:
+ones, which for the small matrices the planner sends here (``steps.can_lower_linalg``) beat a
+LAPACK call (``emit/lapack.py``: no per-call copies and set-up), or, without LAPACK, a call into
+NumPy between native segments by a wide margin:
 
 - cholesky (Cholesky-Banachiewicz, row by row): ``L[i,j] = (A[i,j] - sum_k<j L[i,k] L[j,k]) /
   L[j,j]``, ``L[i,i] = sqrt(A[i,i] - sum_k<i L[i,k]^2)``; only the lower triangle of ``A`` is

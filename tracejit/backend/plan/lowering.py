@@ -33,7 +33,7 @@ COMPLEX = frozenset((
     "add", "sub", "mul", "div", "neg", "conj", "real", "imag", "eq", "ne", "isnan", "isinf",
     "isfinite", "select", "convert", "exp", "log", "sqrt", "sin", "cos", "tanh", "integer_pow",
     "sinh", "cosh", "tan", "log2", "log10", "exp2", "expm1", "log1p", "stop_gradient", "abs",
-    "sign", "pow", "complex"))
+    "sign", "pow", "complex", "check"))
 
 MATMUL_DTYPES = frozenset(np.dtype(d) for d in (
     "float64", "float32", "complex128", "complex64", "int8", "int16", "int32", "int64",

@@ -352,10 +352,16 @@ def can_lower_scatter(plan, eqn) -> bool:
 
 
 # Matrices needing at most this many multiply-adds each run the native unblocked algorithms of
-# emit/linalg.py (about 1 ns per multiply-add); larger ones call NumPy's blocked LAPACK, faster
-# from about there on even with the ~150 us a NumPy step between native segments costs
-# (measured: cholesky n=32 native 6 us, NumPy alone 20 us, through the fallback ~200 us).
+# emit/linalg.py (about 1 ns per multiply-add) when numpy's LAPACK cannot be called: they beat
+# the ~150 us a NumPy step between native segments costs up to about there (measured: cholesky
+# n=32 native 6 us, NumPy alone 20 us, through the fallback ~200 us).
 LINALG_MAX_WORK = 50_000
+# When LAPACK is called natively (LapackStep), the loops win only below these (per matrix;
+# measured on batches of 100, one BLAS thread): cholesky n=16 loops 3.6 us vs potrf 4.7 us, n=24
+# 9.4 vs 8.2; solve (one column) n=48 90 vs 92 us, n=64 288 vs 155, (n columns) n=24 43 vs 39;
+# triangular_solve (one column) n=96 15 vs 26 us, (n columns) n=8 0.9 vs 1.0, n=16 7.1 vs 1.9.
+LOOPS_BEFORE_LAPACK = {"cholesky": 2_000, "solve": 30_000, "triangular_solve": 1_024,
+                       "triangular_solve, one column": 5_000}
 LINALG_PRIMS = ("cholesky", "triangular_solve", "solve")
 _LINALG_STACK_BYTES = 64 * 1024      # solve's copy of the matrix lives on the stack
 
@@ -371,13 +377,23 @@ def _linalg_work(eqn) -> int:
     return n * n * eqn.invars[1].ty.shape[-1] // 2
 
 
+def _loops_limit(plan, eqn) -> int:
+    """The most work the loops take for ``eqn``: LAPACK's crossover when it can be called."""
+    if plan.lapack is None or not plan.lapack():
+        return LINALG_MAX_WORK
+    name = eqn.prim.name
+    if name == "triangular_solve" and eqn.invars[1].ty.shape[-1] == 1:
+        name += ", one column"
+    return LOOPS_BEFORE_LAPACK[name]
+
+
 def can_lower_linalg(plan, eqn) -> bool:
     """LinalgStep: a real float32/float64 cholesky, triangular_solve or solve of matrices
-    needing at most ``LINALG_MAX_WORK`` multiply-adds each, every operand a view of a slot (the
+    needing at most ``_loops_limit`` multiply-adds each, every operand a view of a slot (the
     partitioner copies a strided one into a contiguous temporary first)."""
     a = eqn.invars[0]
     if np.dtype(a.ty.dtype) not in (np.dtype(np.float32), np.dtype(np.float64)) or \
-            _linalg_work(eqn) > LINALG_MAX_WORK:
+            _linalg_work(eqn) > _loops_limit(plan, eqn):
         return False
     return _slot_operands(plan, eqn)
 
