@@ -1,6 +1,7 @@
 """Run the benchmark workloads W1-W8 (+ pendulum W9, while-loop gradient W10, in-place loops
-W11, compile scaling W12, loops and scaled products against jax and numba W13) and write
-bench/results.md and a chart.
+W11, compile scaling W12, loops and scaled products against jax and numba W13, numpy.linalg
+and a Gaussian-process gradient against jax and autograd W14) and write bench/results.md and a
+chart.
 
     python bench/run.py [--quick] [--only W1,W4]
 
@@ -732,8 +733,20 @@ def w13(quick):
                 NOTES.append(f"W13 {case} numba: failed ({str(e)[:160]})")
 
 
+def w14(quick):
+    """numpy.linalg (solve, cholesky, eigh, svd) and a GP gradient: bench/linalg_bench.py."""
+    import linalg_bench
+    linalg_bench.measure(quick, lambda case, impl, lo, med: _add("W14", case, impl, lo, med),
+                         NOTES.append)
+
+
+def _add(workload, case, impl, lo, med):
+    ROWS.append((workload, case, impl, lo, med))
+    print(f"  {workload} {case} | {impl}: {_fmt(lo)} / {_fmt(med)}", file=sys.stderr, flush=True)
+
+
 WORKLOADS = {"W1": w1, "W2": w2, "W3": w3, "W4": w4, "W5": w5, "W6": w6, "W7": w7, "W8": w8,
-             "W9": w9, "W10": w10, "W11": w11, "W12": w12, "W13": w13}
+             "W9": w9, "W10": w10, "W11": w11, "W12": w12, "W13": w13, "W14": w14}
 
 
 def write_results(path):

@@ -15,24 +15,14 @@ from tracejit.ops import linalg as la
 from tracejit.ops import spectral as sp
 from tracejit.test_util import using_config
 
+from test_linalg import _randn, spd as _spd
+
 pytestmark = pytest.mark.skipif(not lapack.available(),
                                 reason="numpy's BLAS exports no LAPACKE (no native LAPACK)")
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 IDS = ["f32", "f64", "c64", "c128"]
 TOL = {np.float32: 1e-5, np.complex64: 1e-5, np.float64: 1e-12, np.complex128: 1e-12}
-
-
-def _randn(rng, shape, dtype):
-    x = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
-
-
-def _spd(rng, shape, dtype):
-    x = _randn(rng, shape, dtype)
-    return (x @ np.conj(np.swapaxes(x, -1, -2)) + shape[-1] * np.eye(shape[-1])).astype(dtype)
 
 
 def _native(fn, *args):

@@ -31,6 +31,7 @@ from llvmlite import ir
 from ..abi import CHECK_BITS, ERR_NOMEM
 from ..matmul import lapack
 from . import stacks
+from .linalg import view_pointer
 from .loops import _for
 from .ops import I1, I8, I32, I64
 
@@ -63,12 +64,7 @@ class _Lapack:
 
     # memory --------------------------------------------------------------------------------
     def ptr(self, var):
-        b, view = self.b, self.plan.view_of(var)
-        p = b.load(b.gep(self.fn.args[0], [_i64(self.slot_of(view.base))], source_etype=PTR),
-                   typ=PTR)
-        if view.offset:
-            p = b.gep(p, [_i64(view.offset * view.dtype.itemsize)], source_etype=I8)
-        return p
+        return view_pointer(self.b, self.fn.args[0], self.plan, self.slot_of, var)
 
     def scratch(self, **sizes):
         """One malloc'd block holding buffers of ``sizes`` bytes (64-byte aligned each):

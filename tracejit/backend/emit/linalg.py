@@ -37,6 +37,15 @@ def _i64(v):
     return ir.Constant(I64, int(v))
 
 
+def view_pointer(b, slots, plan, slot_of, var):
+    """The address of ``var``'s first element: its base's slot plus the view's offset."""
+    view = plan.view_of(var)
+    p = b.load(b.gep(slots, [_i64(slot_of(view.base))], source_etype=PTR), typ=PTR)
+    if view.offset:
+        p = b.gep(p, [_i64(view.offset * view.dtype.itemsize)], source_etype=I8)
+    return p
+
+
 class _Linalg:
     def __init__(self, module, name, eqn, plan, slot_of):
         self.module, self.eqn, self.plan, self.slot_of = module, eqn, plan, slot_of
@@ -47,12 +56,7 @@ class _Linalg:
         self.acc = self.b.alloca(self.ty, name="acc")      # in the entry block: one slot
 
     def ptr(self, var):
-        b, view = self.b, self.plan.view_of(var)
-        p = b.load(b.gep(self.fn.args[0], [_i64(self.slot_of(view.base))], source_etype=PTR),
-                   typ=PTR)
-        if view.offset:
-            p = b.gep(p, [_i64(view.offset * view.dtype.itemsize)], source_etype=I8)
-        return p
+        return view_pointer(self.b, self.fn.args[0], self.plan, self.slot_of, var)
 
     def load(self, p, k):
         return self.b.load(self.b.gep(p, [k], source_etype=self.ty), typ=self.ty)

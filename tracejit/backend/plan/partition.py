@@ -157,6 +157,9 @@ def partition(graph, vector_bytes: int, donated=None, arguments=False, lapack=No
             g.writes.append(outs[0])
             plan.producer[id(outs[0])] = g
             continue
+        if name == "dot_general" and matmul_layout(plan, eqn) is None:
+            eqn = stored_literals(plan, eqn)     # a cotangent of ones, say: a slot first
+            ins = eqn.invars
         if name == "dot_general" and matmul_layout(plan, eqn) is not None:
             step = plan.new(MatmulStep, eqn, plan.view_of(ins[0]), plan.view_of(ins[1]), outs[0])
             plan.add_preds(step, ins)
@@ -224,6 +227,25 @@ def contiguous_operands(plan, eqn):
         copy = Var(a.ty.strong())
         g = plan.new(LoopGroup, a.ty.shape)
         plan.add_preds(g, [a])
+        g.stores.append((a, View.whole(copy)))
+        g.writes.append(copy)
+        plan.producer[id(copy)] = g
+        ins.append(copy)
+    if all(x is y for x, y in zip(ins, eqn.invars)):
+        return eqn
+    return Eqn(eqn.prim, tuple(ins), eqn.outvars, eqn.params, eqn.source)
+
+
+def stored_literals(plan, eqn):
+    """``eqn`` reading a stored copy of each operand that is a literal or a broadcast of one
+    (the matmul kernels read slots; a gradient's seed of ones is such an operand)."""
+    ins = []
+    for a in eqn.invars:
+        if not isinstance(plan.view_of(a).base, Literal):
+            ins.append(a)
+            continue
+        copy = Var(a.ty.strong())
+        g = plan.new(LoopGroup, a.ty.shape)
         g.stores.append((a, View.whole(copy)))
         g.writes.append(copy)
         plan.producer[id(copy)] = g

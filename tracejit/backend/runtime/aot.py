@@ -164,9 +164,9 @@ def write_library(functions, directory: str, name: str, cc: str = "cc"):
         other = {e for e in needed if e not in _GLUE and e != "tj_parallel_for" and
                  not e.startswith("tj_math_")}
         if other:
-            raise UnsupportedError(f"export: {fn[0]} calls {sorted(other)} (the BLAS of the "
-                                   f"running NumPy, used for large products), which a "
-                                   f"standalone library cannot provide")
+            raise UnsupportedError(f"export: {fn[0]} calls {sorted(other)} (the BLAS or LAPACK "
+                                   f"of the running NumPy, used for large products and "
+                                   f"numpy.linalg), which a standalone library cannot provide")
         if parts[1] not in seen:                     # one graph exported twice: one kernel
             seen.add(parts[1])
             objects.append(jit.emit_relocatable(text, opt=1))
