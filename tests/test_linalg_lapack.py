@@ -216,9 +216,9 @@ def test_derivatives_stay_native():
     """Gradients of functions of each decomposition run without a NumPy step."""
     rng = np.random.default_rng(10)
     a = rng.standard_normal((30, 30)) + 30 * np.eye(30)
-    w = rng.standard_normal((30, 30))       # weights: a cotangent of ones is a broadcast
-                                            # literal, which products do not take natively
+    w = rng.standard_normal((30, 30))
     fns = [lambda a: np.linalg.slogdet(a)[1],
+           lambda a: np.sum(np.linalg.qr(a)[1]),     # a seed of ones reaches a product
            lambda a: np.sum(w[0] * np.linalg.eigvalsh(a + a.T)),
            lambda a: np.sum(w[0] * np.linalg.svd(a, compute_uv=False)),
            lambda a: np.sum(w * np.linalg.qr(a)[1]),
@@ -262,3 +262,26 @@ def test_lapack_failures_raise_numpys_error():
     with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
         tj.jit(np.linalg.inv)(np.ones((2, 30, 30), np.complex128))
     assert tj.jit(np.linalg.det)(np.ones((30, 30))) == np.linalg.det(np.ones((30, 30)))
+
+
+def test_gaussian_process_gradient_is_native():
+    """The gradient of a GP's negative log-likelihood (bench W14): one native kernel, the
+    interpreter's value, finite differences."""
+    rng = np.random.default_rng(12)
+    n = 40
+    x, y = np.sort(rng.uniform(0, 5, n)), rng.standard_normal(n)
+
+    def nll(log_ell):
+        k = np.exp(-0.5 * (x[:, None] - x[None, :]) ** 2 / np.exp(2 * log_ell)) + \
+            0.1 * np.eye(n)
+        L = np.linalg.cholesky(k)
+        alpha = tj.numpy.linalg.cho_solve((L, True), y[:, None])[:, 0]
+        return 0.5 * y @ alpha + np.sum(np.log(np.diagonal(L)))
+    g = tj.jit(tj.grad(nll))
+    text = g.ir(0.3, stage="fused")
+    assert "one native kernel" in text and "(fallback)" not in text, text
+    with using_config(backend="interpret"):
+        want = tj.grad(nll)(0.3)
+    np.testing.assert_allclose(g(0.3), want, rtol=1e-10)
+    fd = (nll(0.3 + 1e-6) - nll(0.3 - 1e-6)) / 2e-6
+    np.testing.assert_allclose(g(0.3), fd, rtol=1e-6)

@@ -24,7 +24,9 @@ Step kinds: a ``LoopGroup`` holds elementwise equations (any real or complex dty
 named in ``lowering.py``), ``take`` (gather, bounds-checked), reductions as *sinks*
 (sum/max/min/prod over any axes; argmax/argmin over an innermost axis), and stores; concatenate
 and pad become copy groups into one buffer (pad fills first). ``MatmulStep`` is a dot_general
-with one contracted axis, at most one free axis per side and mergeable batch axes. Everything
+with one contracted axis, at most one free axis per side and mergeable batch axes (a literal
+operand is stored first). A linalg primitive is a ``LinalgStep`` (small real matrices: native
+loops) or a ``LapackStep`` (a call into numpy's LAPACK, when it can be called). Everything
 else is a ``FallbackStep``: the primitive's NumPy impl (control flow: compiled sub-graphs, see
 ``runtime/control_fallback.py``).
 Before partitioning, ``sinkviews.py`` sinks views into producers and ``foldscalars.py`` moves scalar
