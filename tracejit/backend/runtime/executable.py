@@ -128,7 +128,7 @@ def _raise(code):
     if code & ERR_NOMEM:
         raise MemoryError("tracejit: out of memory allocating a compiled function's temporary "
                           "buffers, the record of a while loop (its reverse-mode tape), the "
-                          "outputs of a scan or the scratch of a matmul or argmax")
+                          "outputs of a scan or the scratch of a matmul, argmax or LAPACK call")
     if code & ERR_STACK_LENGTH:
         raise ValueError("tracejit: scan of run-time length over stacks of different lengths")
     for name, bit in CHECK_BITS.items():     # a failed check_p: the error NumPy raises
