@@ -1,0 +1,531 @@
+"""The native FFT library: generic complex, real-to-complex and complex-to-real transforms of
+rows, compiled once per process (object code cached as library code) and called from the
+kernels that ``emit/fft.py`` emits, with the twiddle tables of each length as data symbols.
+
+Functions (``c`` = ``d`` for float64 / complex128, ``s`` for float32 / complex64; every pointer
+is to ``T`` = double or float, complex arrays interleaved; a row of a ``[outer, n, inner]``
+C-order array is its elements ``(o, 0..n-1, i)``):
+
+- ``void tj_fft_c2c_c(in, out, outer, n, inner, sign, plan, work)``: each row's unnormalised
+  DFT with ``exp(-2 pi i jk/n)`` (``sign`` = 1.0) or ``exp(+...)`` (``sign`` = -1.0: the
+  inverse is ``conj(F(conj x))``, the conjugations being multiplications of the imaginary
+  parts by ``sign``, which are exact). ``in`` may equal ``out`` (a row is read whole first).
+- ``void tj_fft_r2c_c(in, out, outer, n, inner, plan, half, work)``: real rows of length ``n``
+  to their first ``n//2 + 1`` bins. Even ``n``: the half-length trick (the row as ``n/2``
+  complex numbers ``x[2k] + i x[2k+1]``, one complex FFT of ``n/2``, then a split with the
+  table ``half`` = ``W_n^k``, k = 0..n/2); odd ``n``: a complex FFT of ``n`` of the row.
+- ``void tj_fft_c2r_c(in, out, outer, n, inner, plan, half, work)``: ``n//2 + 1`` bins to ``n``
+  reals, unnormalised (``sum_k w_k X_k exp(+...)``), ignoring the imaginary parts of bins 0
+  and ``n/2`` as pocketfft does: the inverse of the split above, or for odd ``n`` a complex
+  inverse FFT of the Hermitian completion.
+
+The complex FFT of a row (``cpx``) works on split real/imaginary arrays (unit-stride loops the
+vectoriser turns into SIMD). Powers of two: Stockham autosort, radix-4 stages and a final
+radix-2 one, ping-ponging between the row and scratch. Other lengths: Bluestein (chirp-z), a
+cyclic convolution by two power-of-two FFTs of length ``M >= 2n - 1``.
+
+``plan`` (per length ``n`` of the complex FFT, :func:`plan_table`): ``W_N^k`` for k < N as
+[re..., im...] where ``N`` = ``n`` for a power of two, else ``M``, followed for Bluestein by the
+chirp ``exp(-i pi k^2/n)`` (k < n) and ``FFT_M(conj chirp, wrapped)/M`` ([re..., im...] each).
+Every table entry is computed in long double and rounded once to ``T``. ``work`` holds
+:func:`work_size` elements of ``T``; the caller allocates it (and reports a failure).
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+from llvmlite import ir
+
+from ..engine import jit, objects
+from .loops import _for
+from .ops import I1, I64
+
+PTR = ir.PointerType()
+TYPES = {"d": ir.DoubleType(), "s": ir.FloatType()}
+NP_TYPES = {"d": np.float64, "s": np.float32}
+
+
+def _i64(v):
+    return ir.Constant(I64, int(v))
+
+
+def code_of(dtype) -> str:
+    """``d`` or ``s``: the library variant for a float or complex dtype."""
+    return "s" if np.dtype(dtype) in (np.dtype(np.float32), np.dtype(np.complex64)) else "d"
+
+
+def is_pow2(n: int) -> bool:
+    return n & (n - 1) == 0
+
+
+def bluestein_length(n: int) -> int:
+    """The power-of-two length ``M >= 2n - 1`` of the convolution for a length ``n``."""
+    return 1 << max(0, (2 * n - 2).bit_length())
+
+
+def cpx_work(n: int) -> int:
+    """Elements of ``T`` the complex FFT of length ``n`` needs as scratch."""
+    return 2 * n if is_pow2(n) else 4 * bluestein_length(n)
+
+
+def work_size(kind: str, n: int) -> int:
+    """Elements of ``T`` of ``work`` for ``tj_fft_<kind>`` of rows of (output or input) length
+    ``n``: the row in split form plus the complex FFT's scratch."""
+    m = n // 2 if kind != "c2c" and n % 2 == 0 else n
+    return 2 * m + cpx_work(m)
+
+
+def cpx_length(kind: str, n: int) -> int:
+    """The complex FFT length ``tj_fft_<kind>`` runs for rows of length ``n``."""
+    return n // 2 if kind != "c2c" and n % 2 == 0 else n
+
+
+# --------------------------------------------------------------------------------------------
+# tables (Python, long double)
+
+_PI = np.arctan(np.longdouble(1)) * 4
+_tables: dict = {}          # symbol -> array (kept alive: its address is registered)
+_tables_lock = threading.Lock()
+
+
+def _roots(n: int, count: int) -> np.ndarray:
+    """``W_n^k = exp(-2 pi i k/n)`` for k < count, in long double (the index reduced mod n)."""
+    ang = (2 * _PI / n) * (np.arange(count, dtype=np.int64) % n).astype(np.longdouble)
+    return np.cos(ang) - 1j * np.sin(ang)
+
+
+def _split(z, c) -> np.ndarray:
+    return np.concatenate([z.real, z.imag]).astype(NP_TYPES[c])
+
+
+def _plan_values(n: int, c: str) -> np.ndarray:
+    if is_pow2(n):
+        return _split(_roots(n, n), c)
+    m = bluestein_length(n)
+    k = np.arange(n, dtype=np.int64)
+    ang = (_PI / n) * ((k * k) % (2 * n)).astype(np.longdouble)
+    chirp = np.cos(ang) - 1j * np.sin(ang)
+    wrapped = np.zeros(m, dtype=np.clongdouble)
+    wrapped[:n] = np.conj(chirp)
+    wrapped[m - n + 1:] = np.conj(chirp[1:])[::-1]
+    spectrum = np.fft.fft(wrapped) / m
+    return np.concatenate([_split(_roots(m, m), c), _split(chirp, c), _split(spectrum, c)])
+
+
+def _register(symbol: str, make) -> str:
+    with _tables_lock:
+        if symbol not in _tables:
+            table = np.ascontiguousarray(make())
+            _tables[symbol] = table
+            jit.add_symbol(symbol, table.ctypes.data)
+    return symbol
+
+
+def plan_table(n: int, c: str) -> str:
+    """The registered symbol of the plan of the complex FFT of length ``n`` (module docstring)."""
+    return _register(f"tj_fft_plan_{c}_{n}", lambda: _plan_values(n, c))
+
+
+def half_table(n: int, c: str) -> str:
+    """The registered symbol of ``W_n^k``, k = 0..n/2, of the real transforms of even ``n``."""
+    return _register(f"tj_fft_half_{c}_{n}", lambda: _split(_roots(n, n // 2 + 1), c))
+
+
+# --------------------------------------------------------------------------------------------
+# the library module
+
+class _Lib:
+    """Builds the functions of one element type into ``module``."""
+
+    def __init__(self, module, c):
+        self.m, self.c, self.T = module, c, TYPES[c]
+        self.stage4 = self._stage4()
+        self.stage2 = self._stage2()
+        self.pow2 = self._pow2()
+        self.cpx = self._cpx()
+        self._c2c()
+        self._r2c()
+        self._c2r()
+
+    def function(self, name, args, linkage="internal", aliased=()):
+        """A new function whose pointer arguments are ``noalias`` except those in ``aliased``
+        (the vectoriser needs the promise to run the stage loops without run-time checks)."""
+        fn = ir.Function(self.m, ir.FunctionType(ir.VoidType(), args), f"tj_fft_{name}_{self.c}")
+        fn.linkage = linkage
+        fn.attributes.add("nounwind")
+        for k, a in enumerate(fn.args):
+            if isinstance(a.type, ir.PointerType) and k not in aliased:
+                a.add_attribute("noalias")
+        self.b = ir.IRBuilder(fn.append_basic_block("entry"))
+        return fn
+
+    # helpers ---------------------------------------------------------------------------------
+    def at(self, p, k):
+        return self.b.gep(p, [k], source_etype=self.T)
+
+    def ld(self, p, k):
+        return self.b.load(self.at(p, k), typ=self.T)
+
+    def st(self, v, p, k):
+        self.b.store(v, self.at(p, k))
+
+    def const(self, v):
+        return ir.Constant(self.T, v)
+
+    def cmul(self, ar, ai, br, bi):
+        b = self.b
+        return b.fsub(b.fmul(ar, br), b.fmul(ai, bi)), b.fadd(b.fmul(ar, bi), b.fmul(ai, br))
+
+    def loop(self, lo, hi, body, name="k"):
+        _for(self.b, lo if isinstance(lo, ir.Value) else _i64(lo), hi, _i64(1), body, name)
+
+    # Stockham stages -------------------------------------------------------------------------
+    def _stage4(self):
+        """One radix-4 stage: length ``L`` sub-transforms, stride ``s`` (``x`` -> ``y``)."""
+        fn = self.function("stage4", [PTR] * 6 + [I64, I64])
+        xr, xi, yr, yi, wr, wi, big_l, s = fn.args
+        b = self.b
+        m = b.lshr(big_l, _i64(2))
+
+        def butterfly(p, q, w):
+            def get(k):
+                idx = b.add(q, b.mul(s, b.add(p, b.mul(m, _i64(k)))))
+                return self.ld(xr, idx), self.ld(xi, idx)
+            (ar, ai), (br, bi), (cr, ci), (dr, di) = get(0), get(1), get(2), get(3)
+            pr, pi = b.fadd(ar, cr), b.fadd(ai, ci)          # a + c
+            mr, mi = b.fsub(ar, cr), b.fsub(ai, ci)          # a - c
+            qr, qi = b.fadd(br, dr), b.fadd(bi, di)          # b + d
+            jr, ji = b.fsub(bi, di), b.fsub(dr, br)          # -i (b - d)
+            outs = [(b.fadd(pr, qr), b.fadd(pi, qi)), (b.fadd(mr, jr), b.fadd(mi, ji)),
+                    (b.fsub(pr, qr), b.fsub(pi, qi)), (b.fsub(mr, jr), b.fsub(mi, ji))]
+            for j, (vr, vi) in enumerate(outs):
+                if j and w is not None:
+                    vr, vi = self.cmul(vr, vi, *w[j - 1])
+                idx = b.add(q, b.mul(s, b.add(b.mul(p, _i64(4)), _i64(j))))
+                self.st(vr, yr, idx)
+                self.st(vi, yi, idx)
+
+        def twiddles(p):
+            ps = b.mul(p, s)
+            return [(self.ld(wr, b.mul(ps, _i64(j))), self.ld(wi, b.mul(ps, _i64(j))))
+                    for j in (1, 2, 3)]
+
+        with b.if_else(b.icmp_signed("==", s, _i64(1))) as (first, other):
+            with first:         # s = 1: no inner loop (its one iteration would cost more)
+                self.loop(0, m, lambda p: butterfly(p, _i64(0), twiddles(p)), "p1")
+            with other:
+                def outer(p):
+                    w = twiddles(p)
+                    self.loop(0, s, lambda q: butterfly(p, q, w), "q")
+                self.loop(0, m, outer, "p")
+        b.ret_void()
+        return fn
+
+    def _stage2(self):
+        """The last radix-2 stage (``L`` = 2, no twiddles): ``y[q] = x[q] + x[q+s]``,
+        ``y[q+s] = x[q] - x[q+s]``."""
+        fn = self.function("stage2", [PTR] * 4 + [I64])
+        xr, xi, yr, yi, s = fn.args
+        b = self.b
+
+        def body(q):
+            q2 = b.add(q, s)
+            ar, ai, br, bi = (self.ld(xr, q), self.ld(xi, q), self.ld(xr, q2), self.ld(xi, q2))
+            self.st(b.fadd(ar, br), yr, q)
+            self.st(b.fadd(ai, bi), yi, q)
+            self.st(b.fsub(ar, br), yr, q2)
+            self.st(b.fsub(ai, bi), yi, q2)
+        self.loop(0, s, body, "q")
+        b.ret_void()
+        return fn
+
+    def _pow2(self):
+        """``(xr, xi)`` <- its forward DFT, ``n`` a power of two, scratch ``(sr, si)``, twiddles
+        ``(wr, wi)`` = ``W_n^k``. Stages alternate direction; an odd count copies back."""
+        fn = self.function("pow2", [PTR] * 6 + [I64])
+        xr, xi, sr, si, wr, wi, n = fn.args
+        b = self.b
+        big_l, s, flip = (b.alloca(I64, name="L"), b.alloca(I64, name="s"),
+                          b.alloca(I1, name="flip"))
+        b.store(n, big_l)
+        b.store(_i64(1), s)
+        b.store(ir.Constant(I1, 0), flip)
+
+        def ends():
+            f = b.load(flip, typ=I1)
+            src = [b.select(f, p, q) for p, q in ((sr, xr), (si, xi))]
+            dst = [b.select(f, p, q) for p, q in ((xr, sr), (xi, si))]
+            return src, dst
+
+        head, body, tail = (fn.append_basic_block(x) for x in ("st.head", "st.body", "st.tail"))
+        b.branch(head)
+        b.position_at_end(head)
+        b.cbranch(b.icmp_signed(">=", b.load(big_l, typ=I64), _i64(4)), body, tail)
+        b.position_at_end(body)
+        (pr, pi), (qr, qi) = ends()
+        b.call(self.stage4, [pr, pi, qr, qi, wr, wi, b.load(big_l, typ=I64), b.load(s, typ=I64)])
+        b.store(b.not_(b.load(flip, typ=I1)), flip)
+        b.store(b.lshr(b.load(big_l, typ=I64), _i64(2)), big_l)
+        b.store(b.shl(b.load(s, typ=I64), _i64(2)), s)
+        b.branch(head)
+        b.position_at_end(tail)
+        with b.if_then(b.icmp_signed("==", b.load(big_l, typ=I64), _i64(2))):
+            (pr, pi), (qr, qi) = ends()
+            b.call(self.stage2, [pr, pi, qr, qi, b.load(s, typ=I64)])
+            b.store(b.not_(b.load(flip, typ=I1)), flip)
+        with b.if_then(b.load(flip, typ=I1)):
+            def copy(k):
+                self.st(self.ld(sr, k), xr, k)
+                self.st(self.ld(si, k), xi, k)
+            self.loop(0, n, copy, "cp")
+        b.ret_void()
+        return fn
+
+    def _cpx(self):
+        """``(xr, xi)`` <- its forward DFT of any length ``n`` (scratch: ``cpx_work(n)``)."""
+        fn = self.function("cpx", [PTR, PTR, PTR, I64, PTR])
+        xr, xi, work, n, plan = fn.args
+        b = self.b
+        pow2 = b.icmp_signed("==", b.and_(n, b.sub(n, _i64(1))), _i64(0))
+        with b.if_then(pow2):
+            b.call(self.pow2, [xr, xi, work, self.at(work, n), plan, self.at(plan, n), n])
+            b.ret_void()
+        # Bluestein: M = 2^ceil(log2(2n - 1)) (n >= 3 here)
+        ctlz = self.m.globals.get("llvm.ctlz.i64") or ir.Function(
+            self.m, ir.FunctionType(I64, [I64, I1]), "llvm.ctlz.i64")
+        bits = b.sub(_i64(64), b.call(ctlz, [b.sub(b.mul(n, _i64(2)), _i64(2)),
+                                             ir.Constant(I1, 0)]))
+        m = b.shl(_i64(1), bits)
+        ar, ai, tr, ti = (self.at(work, b.mul(m, _i64(k))) for k in range(4))
+        wr, wi = plan, self.at(plan, m)
+        chr_ = self.at(plan, b.mul(m, _i64(2)))
+        chi = self.at(chr_, n)
+        sr, si = self.at(chi, n), self.at(chi, b.add(n, m))
+
+        def chirp_in(k):
+            vr, vi = self.cmul(self.ld(xr, k), self.ld(xi, k), self.ld(chr_, k), self.ld(chi, k))
+            self.st(vr, ar, k)
+            self.st(vi, ai, k)
+
+        def zero(k):
+            self.st(self.const(0.0), ar, k)
+            self.st(self.const(0.0), ai, k)
+
+        def convolve(k):        # a <- conj(a * B): the inverse FFT as conj(F(conj .))
+            vr, vi = self.cmul(self.ld(ar, k), self.ld(ai, k), self.ld(sr, k), self.ld(si, k))
+            self.st(vr, ar, k)
+            self.st(b.fneg(vi), ai, k)
+
+        def chirp_out(k):
+            vr, vi = self.cmul(self.ld(ar, k), b.fneg(self.ld(ai, k)),
+                               self.ld(chr_, k), self.ld(chi, k))
+            self.st(vr, xr, k)
+            self.st(vi, xi, k)
+        self.loop(0, n, chirp_in, "ci")
+        self.loop(n, m, zero, "z")
+        b.call(self.pow2, [ar, ai, tr, ti, wr, wi, m])
+        self.loop(0, m, convolve, "cv")
+        b.call(self.pow2, [ar, ai, tr, ti, wr, wi, m])
+        self.loop(0, n, chirp_out, "co")
+        b.ret_void()
+        return fn
+
+    # row drivers -----------------------------------------------------------------------------
+    def rows(self, outer, inner, body):
+        """``body(o, i)`` for every row."""
+        self.loop(0, outer, lambda o: self.loop(0, inner, lambda i: body(o, i), "i"), "o")
+
+    def elem(self, base, k, inner):
+        """The index of element ``k`` of the row starting at ``base`` (stride ``inner``)."""
+        return self.b.add(base, self.b.mul(k, inner))
+
+    def cload(self, p, idx):
+        """The complex element ``idx`` of an interleaved array."""
+        two = self.b.mul(idx, _i64(2))
+        return self.ld(p, two), self.ld(p, self.b.add(two, _i64(1)))
+
+    def cstore(self, vr, vi, p, idx):
+        two = self.b.mul(idx, _i64(2))
+        self.st(vr, p, two)
+        self.st(vi, p, self.b.add(two, _i64(1)))
+
+    def row_base(self, o, i, n, inner):
+        b = self.b
+        return b.add(b.mul(b.mul(o, n), inner), i)
+
+    def _c2c(self):
+        fn = self.function("c2c", [PTR, PTR, I64, I64, I64, self.T, PTR, PTR], "external",
+                           aliased=(0, 1))       # in == out is allowed
+        src, dst, outer, n, inner, sign, plan, work = fn.args
+        b = self.b
+        rr, ri, cw = work, self.at(work, n), self.at(work, b.mul(n, _i64(2)))
+
+        def row(o, i):
+            base = self.row_base(o, i, n, inner)
+
+            def gather(k):
+                vr, vi = self.cload(src, self.elem(base, k, inner))
+                self.st(vr, rr, k)
+                self.st(b.fmul(vi, sign), ri, k)
+
+            def scatter(k):
+                self.cstore(self.ld(rr, k), b.fmul(self.ld(ri, k), sign), dst,
+                            self.elem(base, k, inner))
+            self.loop(0, n, gather, "g")
+            b.call(self.cpx, [rr, ri, cw, n, plan])
+            self.loop(0, n, scatter, "sc")
+        self.rows(outer, inner, row)
+        b.ret_void()
+
+    def _r2c(self):
+        fn = self.function("r2c", [PTR, PTR, I64, I64, I64, PTR, PTR, PTR], "external")
+        src, dst, outer, n, inner, plan, half, work = fn.args
+        b = self.b
+        even = b.icmp_signed("==", b.and_(n, _i64(1)), _i64(0))
+        h = b.lshr(n, _i64(1))
+        hb = b.add(h, _i64(1))                    # output bins
+        m = b.select(even, h, n)                  # the complex FFT's length
+        rr, ri, cw = work, self.at(work, m), self.at(work, b.mul(m, _i64(2)))
+        hr, hi = half, self.at(half, hb)
+        half_c = self.const(0.5)
+
+        def row(o, i):
+            base = self.row_base(o, i, n, inner)
+            obase = self.row_base(o, i, hb, inner)
+            with b.if_else(even) as (is_even, is_odd):
+                with is_even:
+                    def gather(k):
+                        k2 = b.mul(k, _i64(2))
+                        self.st(self.ld(src, self.elem(base, k2, inner)), rr, k)
+                        self.st(self.ld(src, self.elem(base, b.add(k2, _i64(1)), inner)), ri, k)
+
+                    def split(k):
+                        zk = b.select(b.icmp_signed("==", k, h), _i64(0), k)
+                        zc = b.select(b.icmp_signed("==", k, _i64(0)), _i64(0), b.sub(h, k))
+                        ar, ai, yr, yi = (self.ld(rr, zk), self.ld(ri, zk), self.ld(rr, zc),
+                                          self.ld(ri, zc))
+                        er, ei = b.fmul(half_c, b.fadd(ar, yr)), b.fmul(half_c, b.fsub(ai, yi))
+                        orr, oi = b.fmul(half_c, b.fsub(ar, yr)), b.fmul(half_c, b.fadd(ai, yi))
+                        tr, ti = self.cmul(self.ld(hr, k), self.ld(hi, k), orr, oi)
+                        self.cstore(b.fadd(er, ti), b.fsub(ei, tr), dst,
+                                    self.elem(obase, k, inner))
+                    self.loop(0, h, gather, "g")
+                    b.call(self.cpx, [rr, ri, cw, h, plan])
+                    self.loop(0, hb, split, "sp")
+                with is_odd:
+                    def gather_odd(k):
+                        self.st(self.ld(src, self.elem(base, k, inner)), rr, k)
+                        self.st(self.const(0.0), ri, k)
+
+                    def scatter(k):
+                        self.cstore(self.ld(rr, k), self.ld(ri, k), dst, self.elem(obase, k, inner))
+                    self.loop(0, n, gather_odd, "g")
+                    b.call(self.cpx, [rr, ri, cw, n, plan])
+                    self.loop(0, hb, scatter, "sc")
+        self.rows(outer, inner, row)
+        b.ret_void()
+
+    def _c2r(self):
+        fn = self.function("c2r", [PTR, PTR, I64, I64, I64, PTR, PTR, PTR], "external")
+        src, dst, outer, n, inner, plan, half, work = fn.args
+        b = self.b
+        even = b.icmp_signed("==", b.and_(n, _i64(1)), _i64(0))
+        h = b.lshr(n, _i64(1))
+        hb = b.add(h, _i64(1))                    # input bins
+        m = b.select(even, h, n)
+        rr, ri, cw = work, self.at(work, m), self.at(work, b.mul(m, _i64(2)))
+        hr, hi = half, self.at(half, hb)
+        zero = self.const(0.0)
+
+        def row(o, i):
+            base = self.row_base(o, i, hb, inner)
+            obase = self.row_base(o, i, n, inner)
+            with b.if_else(even) as (is_even, is_odd):
+                with is_even:
+                    def merge(k):           # conj(Z_k), Z_k = (X_k + conj X_{h-k}) + i conj(W^k) (X_k - conj X_{h-k})
+                        first = b.icmp_signed("==", k, _i64(0))
+                        ar, ai = self.cload(src, self.elem(base, k, inner))
+                        yr, yi = self.cload(src, self.elem(base, b.sub(h, k), inner))
+                        ai, yi = b.select(first, zero, ai), b.select(first, zero, yi)
+                        sr, si = b.fadd(ar, yr), b.fsub(ai, yi)
+                        dr, di = b.fsub(ar, yr), b.fadd(ai, yi)
+                        ur, ui = self.cmul(self.ld(hr, k), b.fneg(self.ld(hi, k)), dr, di)
+                        self.st(b.fsub(sr, ui), rr, k)
+                        self.st(b.fneg(b.fadd(si, ur)), ri, k)
+
+                    def scatter(k):
+                        k2 = b.mul(k, _i64(2))
+                        self.st(self.ld(rr, k), dst, self.elem(obase, k2, inner))
+                        self.st(b.fneg(self.ld(ri, k)), dst,
+                                self.elem(obase, b.add(k2, _i64(1)), inner))
+                    self.loop(0, h, merge, "mg")
+                    b.call(self.cpx, [rr, ri, cw, h, plan])
+                    self.loop(0, h, scatter, "sc")
+                with is_odd:
+                    def complete(k):        # conj of the Hermitian completion Y
+                        low = b.icmp_signed("<=", k, h)
+                        j = b.select(low, k, b.sub(n, k))
+                        vr, vi = self.cload(src, self.elem(base, j, inner))
+                        vi = b.select(b.icmp_signed("==", k, _i64(0)), zero,
+                                      b.select(low, b.fneg(vi), vi))
+                        self.st(vr, rr, k)
+                        self.st(vi, ri, k)
+
+                    def real(k):
+                        self.st(self.ld(rr, k), dst, self.elem(obase, k, inner))
+                    self.loop(0, n, complete, "hc")
+                    b.call(self.cpx, [rr, ri, cw, n, plan])
+                    self.loop(0, n, real, "re")
+        self.rows(outer, inner, row)
+        b.ret_void()
+
+
+def build_module() -> ir.Module:
+    """The library module: every function for both element types."""
+    module = ir.Module(name="tj_fft")
+    for c in TYPES:
+        _Lib(module, c)
+    return module
+
+
+FUNCTIONS = ("c2c", "r2c", "c2r")
+_compiled = False
+_lock = threading.Lock()
+
+
+def ensure_compiled() -> None:
+    """Compile the library into the process once (opt 3: the stage loops want the loop
+    vectoriser) and register its entry points for kernel modules that declare them."""
+    global _compiled
+    if _compiled:
+        return
+    with _lock:
+        if _compiled:
+            return
+        jit.compile_library("fft", build_module, objects.source_key(__file__), opt=3)
+        for c in TYPES:
+            for name in FUNCTIONS:
+                sym = f"tj_fft_{name}_{c}"
+                jit.add_symbol(sym, jit.function_address(sym))
+        _compiled = True
+
+
+def declare(module, name: str, c: str) -> ir.Function:
+    """The declaration of ``tj_fft_<name>_<c>`` in a kernel module."""
+    sym = f"tj_fft_{name}_{c}"
+    fn = module.globals.get(sym)
+    if fn is None:
+        T = TYPES[c]
+        args = [PTR, PTR, I64, I64, I64] + ([T, PTR, PTR] if name == "c2c" else [PTR] * 3)
+        fn = ir.Function(module, ir.FunctionType(ir.VoidType(), args), sym)
+    return fn
+
+
+def table_ref(module, symbol: str):
+    """The address of a registered table, as an external global of ``module``."""
+    g = module.globals.get(symbol)
+    if g is None:
+        g = ir.GlobalVariable(module, ir.IntType(8), symbol)
+        g.linkage = "external"
+    return g
