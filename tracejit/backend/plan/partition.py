@@ -46,11 +46,11 @@ from .rowfuse import fuse_rowwise
 from .readers import FuseIndex
 from .foldscalars import fold_scalars
 from .sinkviews import sink_views
-from .steps import (ARG_PRIMS, LINALG_PRIMS, REDUCE_PRIMS, ArgStep, ControlStep, EqnStep,
-                    FallbackStep, LinalgStep, LoopGroup, MatmulStep, Plan, ScanStep, ScatterStep,
-                    can_lower, can_lower_arg, can_lower_arg_any, can_lower_linalg,
-                    can_lower_scan, can_lower_scatter, can_lower_take, loop_carries,
-                    matmul_layout, step_reads, touches_stack)
+from .steps import (ARG_PRIMS, FFT_PRIMS, LINALG_PRIMS, REDUCE_PRIMS, ArgStep, ControlStep,
+                    EqnStep, FallbackStep, FftStep, LinalgStep, LoopGroup, MatmulStep, Plan,
+                    ScanStep, ScatterStep, can_lower, can_lower_arg, can_lower_arg_any,
+                    can_lower_fft, can_lower_linalg, can_lower_scan, can_lower_scatter,
+                    can_lower_take, loop_carries, matmul_layout, step_reads, touches_stack)
 from .verify import verify_plan
 from .views import VIEW_PRIMS, View, unit_reshape
 
@@ -182,9 +182,10 @@ def partition(graph, vector_bytes: int, donated=None, arguments=False) -> Plan:
             step.writes.append(outs[0])
             plan.producer[id(outs[0])] = step
             continue
-        if name in LINALG_PRIMS and can_lower_linalg(plan, eqn):
+        if (name in LINALG_PRIMS and can_lower_linalg(plan, eqn)) or \
+                (name in FFT_PRIMS and can_lower_fft(plan, eqn)):
             eqn = contiguous_operands(plan, eqn)        # a transposed operand is copied first
-            step = plan.new(LinalgStep, eqn)
+            step = plan.new(LinalgStep if name in LINALG_PRIMS else FftStep, eqn)
             plan.add_preds(step, eqn.invars)
             for v in outs:
                 step.writes.append(v)

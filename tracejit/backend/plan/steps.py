@@ -13,6 +13,7 @@ emitter that carries it out (``emit/<kind>.py``, which imports this module, neve
 | arg       | ``ArgStep``    | :func:`can_lower_arg_any`          | ``emit/arg.py``       |
 | scatter   | ``ScatterStep``| :func:`can_lower_scatter`          | ``emit/scatter.py``   |
 | linalg    | ``LinalgStep`` | :func:`can_lower_linalg`           | ``emit/linalg.py``    |
+| fft       | ``FftStep``    | :func:`can_lower_fft`              | ``emit/fft.py``       |
 | control   | ``ControlStep``| ``partition.plan_subgraphs``       | ``emit/control.py``   |
 | numpy     | ``FallbackStep`` | (anything else)                  | ``runtime/executable.py`` |
 
@@ -129,6 +130,12 @@ class LinalgStep(EqnStep):
     """cholesky / triangular_solve / solve of small real matrices as native loops (``emit/linalg.py``;
     legality: :func:`can_lower_linalg`)."""
     kind = "linalg"
+
+
+class FftStep(EqnStep):
+    """fft / rfft / irfft over any axes as calls of the native FFT library (``emit/fft.py``;
+    legality: :func:`can_lower_fft`)."""
+    kind = "fft"
 
 
 class FallbackStep(EqnStep):
@@ -360,6 +367,32 @@ def _linalg_work(eqn) -> int:
             return LINALG_MAX_WORK + 1
         return n ** 3 // 3 + n * n * eqn.invars[1].ty.shape[-1]
     return n * n * eqn.invars[1].ty.shape[-1] // 2
+
+
+FFT_PRIMS = ("fft", "rfft", "irfft")
+# The longest transformed axis run natively: the tables of a length are kept for the process
+# (a power of two n: n complex twiddles; another length: about 10 n) and built in long double
+# on first use (~0.3 s at 2^20).
+FFT_MAX_N = 1 << 22
+
+
+def can_lower_fft(plan, eqn) -> bool:
+    """FftStep: fft of complex64/complex128, rfft of float32/float64, irfft of complex64/
+    complex128, every transformed axis at most ``FFT_MAX_N`` long, the operand a view of a slot
+    (the partitioner copies a strided one into a contiguous temporary first) and the result a
+    contiguous view."""
+    (x,), (out,) = eqn.invars, eqn.outvars
+    ok = ("float32", "float64") if eqn.prim.name == "rfft" else ("complex64", "complex128")
+    if np.dtype(x.ty.dtype).name not in ok or touches_stack(eqn):
+        return False
+    axes = eqn.params["axes"]
+    lengths = [x.ty.shape[a] for a in axes]
+    if eqn.prim.name == "irfft":
+        lengths[-1] = eqn.params["n"]
+    if max(lengths) > FFT_MAX_N or not isinstance(x, Var) or \
+            not isinstance(plan.view_of(x).base, Var):
+        return False
+    return plan.view_of(out).contiguous()
 
 
 def can_lower_linalg(plan, eqn) -> bool:

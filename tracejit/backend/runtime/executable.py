@@ -64,8 +64,8 @@ from ..emit.segment import graph_namer
 from ..engine import jit, loaded, parallel
 from ..matmul.kernel import vector_bytes
 from ..plan import buffers, partition
-from ..plan.steps import (ArgStep, ControlStep, FallbackStep, LinalgStep, LoopGroup, MatmulStep,
-                          ScanStep, ScatterStep)
+from ..plan.steps import (ArgStep, ControlStep, FallbackStep, FftStep, LinalgStep, LoopGroup,
+                          MatmulStep, ScanStep, ScatterStep)
 from . import control_fallback, stack_arrays, tiers
 
 log = logging.getLogger("tracejit")
@@ -579,6 +579,9 @@ class Executable:
             elif isinstance(step, LinalgStep):
                 outs = " ".join(n(v) for v in step.eqn.outvars)
                 lines.append(f"  {outs} = {step.eqn.prim.name} (native loops)")
+            elif isinstance(step, FftStep):
+                lines.append(f"  {n(step.eqn.outvars[0])} = {step.eqn.prim.name}"
+                             f"[axes={step.eqn.params['axes']}] (native FFT)")
             elif isinstance(step, ControlStep):
                 outs = " ".join(n(v) for v in step.eqn.outvars)
                 lines.append(f"  {outs} = {control.describe(step, code)}")
