@@ -64,16 +64,22 @@ def bluestein_length(n: int) -> int:
     return 1 << max(0, (2 * n - 2).bit_length())
 
 
+# The split arrays of a work area start PAD elements apart beyond their length: arrays a
+# multiple of 4 KiB apart make every store alias the loads of the next arrays in the CPU's
+# store-to-load forwarding check (measured: the complex FFT of 4096 points 2.2x slower).
+PAD = 24
+
+
 def cpx_work(n: int) -> int:
     """Elements of ``T`` the complex FFT of length ``n`` needs as scratch."""
-    return 2 * n if is_pow2(n) else 4 * bluestein_length(n)
+    return 2 * (n + PAD) if is_pow2(n) else 4 * (bluestein_length(n) + PAD)
 
 
 def work_size(kind: str, n: int) -> int:
     """Elements of ``T`` of ``work`` for ``tj_fft_<kind>`` of rows of (output or input) length
     ``n``: the row in split form plus the complex FFT's scratch."""
     m = n // 2 if kind != "c2c" and n % 2 == 0 else n
-    return 2 * m + cpx_work(m)
+    return 2 * (m + PAD) + cpx_work(m)
 
 
 def cpx_length(kind: str, n: int) -> int:
@@ -169,6 +175,10 @@ class _Lib:
 
     def st(self, v, p, k):
         self.b.store(v, self.at(p, k))
+
+    def padded(self, n, k):
+        """The offset of the ``k``-th split array of length ``n`` in a work area (``PAD``)."""
+        return self.b.mul(self.b.add(n, _i64(PAD)), _i64(k))
 
     def const(self, v):
         return ir.Constant(self.T, v)
@@ -289,7 +299,8 @@ class _Lib:
         b = self.b
         pow2 = b.icmp_signed("==", b.and_(n, b.sub(n, _i64(1))), _i64(0))
         with b.if_then(pow2):
-            b.call(self.pow2, [xr, xi, work, self.at(work, n), plan, self.at(plan, n), n])
+            b.call(self.pow2, [xr, xi, work, self.at(work, self.padded(n, 1)), plan,
+                               self.at(plan, n), n])
             b.ret_void()
         # Bluestein: M = 2^ceil(log2(2n - 1)) (n >= 3 here)
         ctlz = self.m.globals.get("llvm.ctlz.i64") or ir.Function(
@@ -297,7 +308,7 @@ class _Lib:
         bits = b.sub(_i64(64), b.call(ctlz, [b.sub(b.mul(n, _i64(2)), _i64(2)),
                                              ir.Constant(I1, 0)]))
         m = b.shl(_i64(1), bits)
-        ar, ai, tr, ti = (self.at(work, b.mul(m, _i64(k))) for k in range(4))
+        ar, ai, tr, ti = (self.at(work, self.padded(m, k)) for k in range(4))
         wr, wi = plan, self.at(plan, m)
         chr_ = self.at(plan, b.mul(m, _i64(2)))
         chi = self.at(chr_, n)
@@ -333,8 +344,17 @@ class _Lib:
 
     # row drivers -----------------------------------------------------------------------------
     def rows(self, outer, inner, body):
-        """``body(o, i)`` for every row."""
-        self.loop(0, outer, lambda o: self.loop(0, inner, lambda i: body(o, i), "i"), "o")
+        """``body(o, i, inner)`` for every row; contiguous rows (``inner`` = 1, the common case)
+        get their own copy of the body with the constant stride, which the vectoriser needs to
+        turn the gathers and scatters into vector loads and shuffles (measured: both 4x
+        faster)."""
+        one = _i64(1)
+        with self.b.if_else(self.b.icmp_signed("==", inner, one)) as (contiguous, strided):
+            with contiguous:
+                self.loop(0, outer, lambda o: body(o, _i64(0), one), "o1")
+            with strided:
+                self.loop(0, outer, lambda o: self.loop(0, inner, lambda i: body(o, i, inner),
+                                                        "i"), "o")
 
     def elem(self, base, k, inner):
         """The index of element ``k`` of the row starting at ``base`` (stride ``inner``)."""
@@ -359,9 +379,9 @@ class _Lib:
                            aliased=(0, 1))       # in == out is allowed
         src, dst, outer, n, inner, sign, plan, work = fn.args
         b = self.b
-        rr, ri, cw = work, self.at(work, n), self.at(work, b.mul(n, _i64(2)))
+        rr, ri, cw = work, self.at(work, self.padded(n, 1)), self.at(work, self.padded(n, 2))
 
-        def row(o, i):
+        def row(o, i, inner):
             base = self.row_base(o, i, n, inner)
 
             def gather(k):
@@ -386,11 +406,11 @@ class _Lib:
         h = b.lshr(n, _i64(1))
         hb = b.add(h, _i64(1))                    # output bins
         m = b.select(even, h, n)                  # the complex FFT's length
-        rr, ri, cw = work, self.at(work, m), self.at(work, b.mul(m, _i64(2)))
+        rr, ri, cw = work, self.at(work, self.padded(m, 1)), self.at(work, self.padded(m, 2))
         hr, hi = half, self.at(half, hb)
         half_c = self.const(0.5)
 
-        def row(o, i):
+        def row(o, i, inner):
             base = self.row_base(o, i, n, inner)
             obase = self.row_base(o, i, hb, inner)
             with b.if_else(even) as (is_even, is_odd):
@@ -434,11 +454,11 @@ class _Lib:
         h = b.lshr(n, _i64(1))
         hb = b.add(h, _i64(1))                    # input bins
         m = b.select(even, h, n)
-        rr, ri, cw = work, self.at(work, m), self.at(work, b.mul(m, _i64(2)))
+        rr, ri, cw = work, self.at(work, self.padded(m, 1)), self.at(work, self.padded(m, 2))
         hr, hi = half, self.at(half, hb)
         zero = self.const(0.0)
 
-        def row(o, i):
+        def row(o, i, inner):
             base = self.row_base(o, i, hb, inner)
             obase = self.row_base(o, i, n, inner)
             with b.if_else(even) as (is_even, is_odd):
