@@ -420,10 +420,9 @@ class _Lib:
                         self.st(self.ld(src, self.elem(base, k2, inner)), rr, k)
                         self.st(self.ld(src, self.elem(base, b.add(k2, _i64(1)), inner)), ri, k)
 
-                    def split(k):
-                        zk = b.select(b.icmp_signed("==", k, h), _i64(0), k)
-                        zc = b.select(b.icmp_signed("==", k, _i64(0)), _i64(0), b.sub(h, k))
-                        ar, ai, yr, yi = (self.ld(rr, zk), self.ld(ri, zk), self.ld(rr, zc),
+                    def split(k):           # 0 < k < h (Z_{h-k} read backwards)
+                        zc = b.sub(h, k)
+                        ar, ai, yr, yi = (self.ld(rr, k), self.ld(ri, k), self.ld(rr, zc),
                                           self.ld(ri, zc))
                         er, ei = b.fmul(half_c, b.fadd(ar, yr)), b.fmul(half_c, b.fsub(ai, yi))
                         orr, oi = b.fmul(half_c, b.fsub(ar, yr)), b.fmul(half_c, b.fadd(ai, yi))
@@ -432,7 +431,11 @@ class _Lib:
                                     self.elem(obase, k, inner))
                     self.loop(0, h, gather, "g")
                     b.call(self.cpx, [rr, ri, cw, h, plan])
-                    self.loop(0, hb, split, "sp")
+                    zero = _i64(0)
+                    ar, ai = self.ld(rr, zero), self.ld(ri, zero)      # bins 0 and h: real
+                    self.cstore(b.fadd(ar, ai), self.const(0.0), dst, obase)
+                    self.cstore(b.fsub(ar, ai), self.const(0.0), dst, self.elem(obase, h, inner))
+                    self.loop(1, h, split, "sp")
                 with is_odd:
                     def gather_odd(k):
                         self.st(self.ld(src, self.elem(base, k, inner)), rr, k)
@@ -442,6 +445,7 @@ class _Lib:
                         self.cstore(self.ld(rr, k), self.ld(ri, k), dst, self.elem(obase, k, inner))
                     self.loop(0, n, gather_odd, "g")
                     b.call(self.cpx, [rr, ri, cw, n, plan])
+                    self.st(self.const(0.0), ri, _i64(0))       # bin 0 of real data is real
                     self.loop(0, hb, scatter, "sc")
         self.rows(outer, inner, row)
         b.ret_void()
@@ -463,11 +467,11 @@ class _Lib:
             obase = self.row_base(o, i, n, inner)
             with b.if_else(even) as (is_even, is_odd):
                 with is_even:
-                    def merge(k):           # conj(Z_k), Z_k = (X_k + conj X_{h-k}) + i conj(W^k) (X_k - conj X_{h-k})
-                        first = b.icmp_signed("==", k, _i64(0))
+                    def merge(k):
+                        """conj(Z_k), Z_k = (X_k + conj X_{h-k}) + i conj(W^k) (X_k - conj
+                        X_{h-k}), for 0 < k < h."""
                         ar, ai = self.cload(src, self.elem(base, k, inner))
                         yr, yi = self.cload(src, self.elem(base, b.sub(h, k), inner))
-                        ai, yi = b.select(first, zero, ai), b.select(first, zero, yi)
                         sr, si = b.fadd(ar, yr), b.fsub(ai, yi)
                         dr, di = b.fsub(ar, yr), b.fadd(ai, yi)
                         ur, ui = self.cmul(self.ld(hr, k), b.fneg(self.ld(hi, k)), dr, di)
@@ -479,7 +483,11 @@ class _Lib:
                         self.st(self.ld(rr, k), dst, self.elem(obase, k2, inner))
                         self.st(b.fneg(self.ld(ri, k)), dst,
                                 self.elem(obase, b.add(k2, _i64(1)), inner))
-                    self.loop(0, h, merge, "mg")
+                    first = self.ld(src, b.mul(base, _i64(2)))         # the real parts of
+                    last = self.ld(src, b.mul(self.elem(base, h, inner), _i64(2)))  # 0 and h
+                    self.st(b.fadd(first, last), rr, _i64(0))
+                    self.st(b.fsub(last, first), ri, _i64(0))
+                    self.loop(1, h, merge, "mg")
                     b.call(self.cpx, [rr, ri, cw, h, plan])
                     self.loop(0, h, scatter, "sc")
                 with is_odd:
