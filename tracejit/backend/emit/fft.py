@@ -60,7 +60,7 @@ def emit_fft(module, name, eqn, plan, slot_of, err_slot) -> ir.Function:
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     (x,), (out,) = eqn.invars, eqn.outvars
     c = fftlib.code_of(x.ty.dtype)
-    item = np.dtype(fftlib.NP_TYPES[c]).itemsize
+    item = 8                            # the work area and the copy hold doubles
     calls = _calls(eqn)
 
     def slot_ptr(var):
@@ -84,17 +84,16 @@ def emit_fft(module, name, eqn, plan, slot_of, err_slot) -> ir.Function:
         b.ret_void()
     ptrs = {"in": slot_ptr(x), "out": slot_ptr(out),
             "tmp": b.gep(area, [_i64(work * item)], source_etype=I8)}
-    T = fftlib.TYPES[c]
     for kind, axis, shape, n, src, dst in calls:
         outer = int(np.prod(shape[:axis], dtype=np.int64))
         inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
-        table = fftlib.table_ref(module, fftlib.plan_table(fftlib.cpx_length(kind, n), c))
+        table = fftlib.table_ref(module, fftlib.plan_table(fftlib.cpx_length(kind, n)))
         args = [ptrs[src], ptrs[dst], _i64(outer), _i64(n), _i64(inner)]
         if kind == "c2c":
             inverse = eqn.prim.name == "irfft" or eqn.params.get("inverse", False)
-            args += [ir.Constant(T, -1.0 if inverse else 1.0), table, area]
+            args += [ir.Constant(fftlib.F64, -1.0 if inverse else 1.0), table, area]
         else:
-            half = fftlib.table_ref(module, fftlib.half_table(n, c)) if n % 2 == 0 else \
+            half = fftlib.table_ref(module, fftlib.half_table(n)) if n % 2 == 0 else \
                 ir.Constant(PTR, None)
             args += [table, half, area]
         b.call(fftlib.declare(module, kind, c), args)

@@ -2,9 +2,11 @@
 rows, compiled once per process (object code cached as library code) and called from the
 kernels that ``emit/fft.py`` emits, with the twiddle tables of each length as data symbols.
 
-Functions (``c`` = ``d`` for float64 / complex128, ``s`` for float32 / complex64; every pointer
-is to ``T`` = double or float, complex arrays interleaved; a row of a ``[outer, n, inner]``
-C-order array is its elements ``(o, 0..n-1, i)``):
+Functions (``c`` = ``d`` for float64 / complex128 operands and results, ``s`` for float32 /
+complex64 ones, converted on the way in and rounded once on the way out: the arithmetic is
+double either way, as NumPy's pocketfft does for float32, whose accuracy it matches; complex
+arrays are interleaved; a row of a ``[outer, n, inner]`` C-order array is its elements
+``(o, 0..n-1, i)``):
 
 - ``void tj_fft_c2c_c(in, out, outer, n, inner, sign, plan, work)``: each row's unnormalised
   DFT with ``exp(-2 pi i jk/n)`` (``sign`` = 1.0) or ``exp(+...)`` (``sign`` = -1.0: the
@@ -27,8 +29,8 @@ cyclic convolution by two power-of-two FFTs of length ``M >= 2n - 1``.
 ``plan`` (per length ``n`` of the complex FFT, :func:`plan_table`): ``W_N^k`` for k < N as
 [re..., im...] where ``N`` = ``n`` for a power of two, else ``M``, followed for Bluestein by the
 chirp ``exp(-i pi k^2/n)`` (k < n) and ``FFT_M(conj chirp, wrapped)/M`` ([re..., im...] each).
-Every table entry is computed in long double and rounded once to ``T``. ``work`` holds
-:func:`work_size` elements of ``T``; the caller allocates it (and reports a failure).
+Every table entry is computed in long double and rounded once to double. ``work`` holds
+:func:`work_size` doubles; the caller allocates it (and reports a failure).
 """
 from __future__ import annotations
 
@@ -43,7 +45,7 @@ from .ops import I1, I64
 
 PTR = ir.PointerType()
 TYPES = {"d": ir.DoubleType(), "s": ir.FloatType()}
-NP_TYPES = {"d": np.float64, "s": np.float32}
+F64 = TYPES["d"]
 
 
 def _i64(v):
@@ -101,13 +103,13 @@ def _roots(n: int, count: int) -> np.ndarray:
     return np.cos(ang) - 1j * np.sin(ang)
 
 
-def _split(z, c) -> np.ndarray:
-    return np.concatenate([z.real, z.imag]).astype(NP_TYPES[c])
+def _split(z) -> np.ndarray:
+    return np.concatenate([z.real, z.imag]).astype(np.float64)
 
 
-def _plan_values(n: int, c: str) -> np.ndarray:
+def _plan_values(n: int) -> np.ndarray:
     if is_pow2(n):
-        return _split(_roots(n, n), c)
+        return _split(_roots(n, n))
     m = bluestein_length(n)
     k = np.arange(n, dtype=np.int64)
     ang = (_PI / n) * ((k * k) % (2 * n)).astype(np.longdouble)
@@ -116,7 +118,7 @@ def _plan_values(n: int, c: str) -> np.ndarray:
     wrapped[:n] = np.conj(chirp)
     wrapped[m - n + 1:] = np.conj(chirp[1:])[::-1]
     spectrum = np.fft.fft(wrapped) / m
-    return np.concatenate([_split(_roots(m, m), c), _split(chirp, c), _split(spectrum, c)])
+    return np.concatenate([_split(_roots(m, m)), _split(chirp), _split(spectrum)])
 
 
 def _register(symbol: str, make) -> str:
@@ -128,14 +130,14 @@ def _register(symbol: str, make) -> str:
     return symbol
 
 
-def plan_table(n: int, c: str) -> str:
+def plan_table(n: int) -> str:
     """The registered symbol of the plan of the complex FFT of length ``n`` (module docstring)."""
-    return _register(f"tj_fft_plan_{c}_{n}", lambda: _plan_values(n, c))
+    return _register(f"tj_fft_plan_{n}", lambda: _plan_values(n))
 
 
-def half_table(n: int, c: str) -> str:
+def half_table(n: int) -> str:
     """The registered symbol of ``W_n^k``, k = 0..n/2, of the real transforms of even ``n``."""
-    return _register(f"tj_fft_half_{c}_{n}", lambda: _split(_roots(n, n // 2 + 1), c))
+    return _register(f"tj_fft_half_{n}", lambda: _split(_roots(n, n // 2 + 1)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -145,19 +147,21 @@ class _Lib:
     """Builds the functions of one element type into ``module``."""
 
     def __init__(self, module, c):
-        self.m, self.c, self.T = module, c, TYPES[c]
+        self.m, self.c, self.T, self.io = module, c, F64, TYPES[c]
         self.stage4 = self._stage4()
         self.stage2 = self._stage2()
         self.pow2 = self._pow2()
         self.cpx = self._cpx()
+        for f in (self.pow2, self.cpx):      # called once per row: inlining them into every
+            f.attributes.add("noinline")     # driver's two row loops only costs compile time
         self._c2c()
         self._r2c()
         self._c2r()
 
-    def function(self, name, args, linkage="internal", aliased=()):
+    def function(self, name, args, linkage="internal", aliased=(), ret=ir.VoidType()):
         """A new function whose pointer arguments are ``noalias`` except those in ``aliased``
         (the vectoriser needs the promise to run the stage loops without run-time checks)."""
-        fn = ir.Function(self.m, ir.FunctionType(ir.VoidType(), args), f"tj_fft_{name}_{self.c}")
+        fn = ir.Function(self.m, ir.FunctionType(ret, args), f"tj_fft_{name}_{self.c}")
         fn.linkage = linkage
         fn.attributes.add("nounwind")
         for k, a in enumerate(fn.args):
@@ -175,6 +179,10 @@ class _Lib:
 
     def st(self, v, p, k):
         self.b.store(v, self.at(p, k))
+
+    def result(self, flag, yes, no):
+        """The split pair ``yes`` where ``flag`` is set, else ``no``."""
+        return tuple(self.b.select(flag, p, q) for p, q in zip(yes, no))
 
     def padded(self, n, k):
         """The offset of the ``k``-th split array of length ``n`` in a work area (``PAD``)."""
@@ -251,9 +259,10 @@ class _Lib:
         return fn
 
     def _pow2(self):
-        """``(xr, xi)`` <- its forward DFT, ``n`` a power of two, scratch ``(sr, si)``, twiddles
-        ``(wr, wi)`` = ``W_n^k``. Stages alternate direction; an odd count copies back."""
-        fn = self.function("pow2", [PTR] * 6 + [I64])
+        """The forward DFT of ``(xr, xi)``, ``n`` a power of two, twiddles ``(wr, wi)`` =
+        ``W_n^k``. Stages alternate between the row and the scratch ``(sr, si)``; returns
+        whether the result is in the scratch (an odd number of stages: no copy back)."""
+        fn = self.function("pow2", [PTR] * 6 + [I64], ret=I1)
         xr, xi, sr, si, wr, wi, n = fn.args
         b = self.b
         big_l, s, flip = (b.alloca(I64, name="L"), b.alloca(I64, name="s"),
@@ -284,24 +293,19 @@ class _Lib:
             (pr, pi), (qr, qi) = ends()
             b.call(self.stage2, [pr, pi, qr, qi, b.load(s, typ=I64)])
             b.store(b.not_(b.load(flip, typ=I1)), flip)
-        with b.if_then(b.load(flip, typ=I1)):
-            def copy(k):
-                self.st(self.ld(sr, k), xr, k)
-                self.st(self.ld(si, k), xi, k)
-            self.loop(0, n, copy, "cp")
-        b.ret_void()
+        b.ret(b.load(flip, typ=I1))
         return fn
 
     def _cpx(self):
-        """``(xr, xi)`` <- its forward DFT of any length ``n`` (scratch: ``cpx_work(n)``)."""
-        fn = self.function("cpx", [PTR, PTR, PTR, I64, PTR])
+        """The forward DFT of ``(xr, xi)`` of any length ``n`` (scratch: ``cpx_work(n)``);
+        returns whether the result is in the scratch's first two split arrays (else in x)."""
+        fn = self.function("cpx", [PTR, PTR, PTR, I64, PTR], ret=I1)
         xr, xi, work, n, plan = fn.args
         b = self.b
         pow2 = b.icmp_signed("==", b.and_(n, b.sub(n, _i64(1))), _i64(0))
         with b.if_then(pow2):
-            b.call(self.pow2, [xr, xi, work, self.at(work, self.padded(n, 1)), plan,
-                               self.at(plan, n), n])
-            b.ret_void()
+            b.ret(b.call(self.pow2, [xr, xi, work, self.at(work, self.padded(n, 1)), plan,
+                                     self.at(plan, n), n]))
         # Bluestein: M = 2^ceil(log2(2n - 1)) (n >= 3 here)
         ctlz = self.m.globals.get("llvm.ctlz.i64") or ir.Function(
             self.m, ir.FunctionType(I64, [I64, I1]), "llvm.ctlz.i64")
@@ -322,27 +326,35 @@ class _Lib:
         def zero(k):
             self.st(self.const(0.0), ar, k)
             self.st(self.const(0.0), ai, k)
+        self.loop(0, n, chirp_in, "ci")
+        self.loop(n, m, zero, "z")
+        first = b.call(self.pow2, [ar, ai, tr, ti, wr, wi, m])
+        (pr, pi), (qr, qi) = self.result(first, (tr, ti), (ar, ai)), \
+            self.result(first, (ar, ai), (tr, ti))
 
-        def convolve(k):        # a <- conj(a * B): the inverse FFT as conj(F(conj .))
-            vr, vi = self.cmul(self.ld(ar, k), self.ld(ai, k), self.ld(sr, k), self.ld(si, k))
-            self.st(vr, ar, k)
-            self.st(b.fneg(vi), ai, k)
+        def convolve(k):        # p <- conj(p * B): the inverse FFT as conj(F(conj .))
+            vr, vi = self.cmul(self.ld(pr, k), self.ld(pi, k), self.ld(sr, k), self.ld(si, k))
+            self.st(vr, pr, k)
+            self.st(b.fneg(vi), pi, k)
+        self.loop(0, m, convolve, "cv")
+        second = b.call(self.pow2, [pr, pi, qr, qi, wr, wi, m])
+        rr, ri = self.result(second, (qr, qi), (pr, pi))
 
         def chirp_out(k):
-            vr, vi = self.cmul(self.ld(ar, k), b.fneg(self.ld(ai, k)),
+            vr, vi = self.cmul(self.ld(rr, k), b.fneg(self.ld(ri, k)),
                                self.ld(chr_, k), self.ld(chi, k))
             self.st(vr, xr, k)
             self.st(vi, xi, k)
-        self.loop(0, n, chirp_in, "ci")
-        self.loop(n, m, zero, "z")
-        b.call(self.pow2, [ar, ai, tr, ti, wr, wi, m])
-        self.loop(0, m, convolve, "cv")
-        b.call(self.pow2, [ar, ai, tr, ti, wr, wi, m])
         self.loop(0, n, chirp_out, "co")
-        b.ret_void()
+        b.ret(ir.Constant(I1, 0))
         return fn
 
     # row drivers -----------------------------------------------------------------------------
+    def transform(self, rr, ri, cw, n, plan):
+        """The complex FFT of the split row ``(rr, ri)`` (scratch ``cw``): where its result is."""
+        flip = self.b.call(self.cpx, [rr, ri, cw, n, plan])
+        return self.result(flip, (cw, self.at(cw, self.padded(n, 1))), (rr, ri))
+
     def rows(self, outer, inner, body):
         """``body(o, i, inner)`` for every row; contiguous rows (``inner`` = 1, the common case)
         get their own copy of the body with the constant stride, which the vectoriser needs to
@@ -360,15 +372,26 @@ class _Lib:
         """The index of element ``k`` of the row starting at ``base`` (stride ``inner``)."""
         return self.b.add(base, self.b.mul(k, inner))
 
+    def load(self, p, k):
+        """Element ``k`` of an operand (float or double), as a double."""
+        v = self.b.load(self.b.gep(p, [k], source_etype=self.io), typ=self.io)
+        return v if self.io is F64 else self.b.fpext(v, F64)
+
+    def store(self, v, p, k):
+        """A double into element ``k`` of a result (rounded once to float for float32)."""
+        if self.io is not F64:
+            v = self.b.fptrunc(v, self.io)
+        self.b.store(v, self.b.gep(p, [k], source_etype=self.io))
+
     def cload(self, p, idx):
-        """The complex element ``idx`` of an interleaved array."""
+        """The complex element ``idx`` of an interleaved operand."""
         two = self.b.mul(idx, _i64(2))
-        return self.ld(p, two), self.ld(p, self.b.add(two, _i64(1)))
+        return self.load(p, two), self.load(p, self.b.add(two, _i64(1)))
 
     def cstore(self, vr, vi, p, idx):
         two = self.b.mul(idx, _i64(2))
-        self.st(vr, p, two)
-        self.st(vi, p, self.b.add(two, _i64(1)))
+        self.store(vr, p, two)
+        self.store(vi, p, self.b.add(two, _i64(1)))
 
     def row_base(self, o, i, n, inner):
         b = self.b
@@ -390,10 +413,10 @@ class _Lib:
                 self.st(b.fmul(vi, sign), ri, k)
 
             def scatter(k):
-                self.cstore(self.ld(rr, k), b.fmul(self.ld(ri, k), sign), dst,
+                self.cstore(self.ld(cr, k), b.fmul(self.ld(ci, k), sign), dst,
                             self.elem(base, k, inner))
             self.loop(0, n, gather, "g")
-            b.call(self.cpx, [rr, ri, cw, n, plan])
+            cr, ci = self.transform(rr, ri, cw, n, plan)
             self.loop(0, n, scatter, "sc")
         self.rows(outer, inner, row)
         b.ret_void()
@@ -417,35 +440,36 @@ class _Lib:
                 with is_even:
                     def gather(k):
                         k2 = b.mul(k, _i64(2))
-                        self.st(self.ld(src, self.elem(base, k2, inner)), rr, k)
-                        self.st(self.ld(src, self.elem(base, b.add(k2, _i64(1)), inner)), ri, k)
+                        self.st(self.load(src, self.elem(base, k2, inner)), rr, k)
+                        self.st(self.load(src, self.elem(base, b.add(k2, _i64(1)), inner)), ri, k)
 
                     def split(k):           # 0 < k < h (Z_{h-k} read backwards)
                         zc = b.sub(h, k)
-                        ar, ai, yr, yi = (self.ld(rr, k), self.ld(ri, k), self.ld(rr, zc),
-                                          self.ld(ri, zc))
+                        ar, ai, yr, yi = (self.ld(cr, k), self.ld(ci, k), self.ld(cr, zc),
+                                          self.ld(ci, zc))
                         er, ei = b.fmul(half_c, b.fadd(ar, yr)), b.fmul(half_c, b.fsub(ai, yi))
                         orr, oi = b.fmul(half_c, b.fsub(ar, yr)), b.fmul(half_c, b.fadd(ai, yi))
                         tr, ti = self.cmul(self.ld(hr, k), self.ld(hi, k), orr, oi)
                         self.cstore(b.fadd(er, ti), b.fsub(ei, tr), dst,
                                     self.elem(obase, k, inner))
                     self.loop(0, h, gather, "g")
-                    b.call(self.cpx, [rr, ri, cw, h, plan])
+                    cr, ci = self.transform(rr, ri, cw, h, plan)
                     zero = _i64(0)
-                    ar, ai = self.ld(rr, zero), self.ld(ri, zero)      # bins 0 and h: real
+                    ar, ai = self.ld(cr, zero), self.ld(ci, zero)      # bins 0 and h: real
                     self.cstore(b.fadd(ar, ai), self.const(0.0), dst, obase)
                     self.cstore(b.fsub(ar, ai), self.const(0.0), dst, self.elem(obase, h, inner))
                     self.loop(1, h, split, "sp")
                 with is_odd:
                     def gather_odd(k):
-                        self.st(self.ld(src, self.elem(base, k, inner)), rr, k)
+                        self.st(self.load(src, self.elem(base, k, inner)), rr, k)
                         self.st(self.const(0.0), ri, k)
 
                     def scatter(k):
-                        self.cstore(self.ld(rr, k), self.ld(ri, k), dst, self.elem(obase, k, inner))
+                        self.cstore(self.ld(cr_odd, k), self.ld(ci_odd, k), dst,
+                                    self.elem(obase, k, inner))
                     self.loop(0, n, gather_odd, "g")
-                    b.call(self.cpx, [rr, ri, cw, n, plan])
-                    self.st(self.const(0.0), ri, _i64(0))       # bin 0 of real data is real
+                    cr_odd, ci_odd = self.transform(rr, ri, cw, n, plan)
+                    self.st(self.const(0.0), ci_odd, _i64(0))   # bin 0 of real data is real
                     self.loop(0, hb, scatter, "sc")
         self.rows(outer, inner, row)
         b.ret_void()
@@ -480,15 +504,15 @@ class _Lib:
 
                     def scatter(k):
                         k2 = b.mul(k, _i64(2))
-                        self.st(self.ld(rr, k), dst, self.elem(obase, k2, inner))
-                        self.st(b.fneg(self.ld(ri, k)), dst,
+                        self.store(self.ld(cr, k), dst, self.elem(obase, k2, inner))
+                        self.store(b.fneg(self.ld(ci, k)), dst,
                                 self.elem(obase, b.add(k2, _i64(1)), inner))
-                    first = self.ld(src, b.mul(base, _i64(2)))         # the real parts of
-                    last = self.ld(src, b.mul(self.elem(base, h, inner), _i64(2)))  # 0 and h
+                    first = self.load(src, b.mul(base, _i64(2)))         # the real parts of
+                    last = self.load(src, b.mul(self.elem(base, h, inner), _i64(2)))  # 0 and h
                     self.st(b.fadd(first, last), rr, _i64(0))
                     self.st(b.fsub(last, first), ri, _i64(0))
                     self.loop(1, h, merge, "mg")
-                    b.call(self.cpx, [rr, ri, cw, h, plan])
+                    cr, ci = self.transform(rr, ri, cw, h, plan)
                     self.loop(0, h, scatter, "sc")
                 with is_odd:
                     def complete(k):        # conj of the Hermitian completion Y
@@ -501,9 +525,9 @@ class _Lib:
                         self.st(vi, ri, k)
 
                     def real(k):
-                        self.st(self.ld(rr, k), dst, self.elem(obase, k, inner))
+                        self.store(self.ld(cr_odd, k), dst, self.elem(obase, k, inner))
                     self.loop(0, n, complete, "hc")
-                    b.call(self.cpx, [rr, ri, cw, n, plan])
+                    cr_odd, _ = self.transform(rr, ri, cw, n, plan)
                     self.loop(0, n, real, "re")
         self.rows(outer, inner, row)
         b.ret_void()
@@ -544,8 +568,7 @@ def declare(module, name: str, c: str) -> ir.Function:
     sym = f"tj_fft_{name}_{c}"
     fn = module.globals.get(sym)
     if fn is None:
-        T = TYPES[c]
-        args = [PTR, PTR, I64, I64, I64] + ([T, PTR, PTR] if name == "c2c" else [PTR] * 3)
+        args = [PTR, PTR, I64, I64, I64] + ([F64, PTR, PTR] if name == "c2c" else [PTR] * 3)
         fn = ir.Function(module, ir.FunctionType(ir.VoidType(), args), sym)
     return fn
 
