@@ -10,8 +10,9 @@ one library call per axis, each over the rows of that axis (the array read as
 - ``irfft``: the complex inverse transforms of the other axes first, into a malloc'd copy when
   there are any (the operand is not written), then the real one into the result.
 
-One malloc'd work area serves every call (the largest any needs); if it cannot be allocated
-the function sets ``ERR_NOMEM`` in the call's error cell and writes nothing. The tables of each
+One work area serves every call (the largest any needs; ``fftlib.SPARE_MAX``: the last one is
+kept for the next call); if it cannot be allocated the function sets ``ERR_NOMEM`` in the
+call's error cell and writes nothing. The tables of each
 length are built and registered (``fftlib.plan_table``) while the kernel is emitted, before
 its module is compiled, so their symbols resolve; the library is compiled at the same time.
 """
@@ -76,8 +77,8 @@ def emit_fft(module, name, eqn, plan, slot_of, err_slot) -> ir.Function:
     work = max(fftlib.work_size(kind, n) for kind, _, _, n, _, _ in calls)
     tmp = int(np.prod(x.ty.shape, dtype=np.int64)) * 2 if len(calls) > 1 and \
         eqn.prim.name == "irfft" else 0
-    malloc, free = stacks.libc(module, "malloc"), stacks.libc(module, "free")
-    area = b.call(malloc, [_i64((work + tmp) * item)], name="fft.work")
+    area = b.call(fftlib.declare(module, "acquire"), [_i64((work + tmp) * item)],
+                  name="fft.work")
     with b.if_then(b.icmp_unsigned("==", area, ir.Constant(PTR, None)), likely=False):
         cell = b.load(b.gep(fn.args[0], [_i64(err_slot)], source_etype=PTR), typ=PTR)
         stacks.set_error(b, cell, ERR_NOMEM)         # the caller raises MemoryError
@@ -97,6 +98,6 @@ def emit_fft(module, name, eqn, plan, slot_of, err_slot) -> ir.Function:
                 ir.Constant(PTR, None)
             args += [table, half, area]
         b.call(fftlib.declare(module, kind, c), args)
-    b.call(free, [area])
+    b.call(fftlib.declare(module, "release"), [area])
     b.ret_void()
     return fn
