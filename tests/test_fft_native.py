@@ -143,3 +143,14 @@ def test_derivatives_through_the_native_path(f, dtype):
     np.testing.assert_allclose(g(x), want, rtol=1e-10, atol=1e-10)
     with using_backend("llvm"):
         check_grads(f, (x,), order=2, modes=("fwd", "rev"))
+
+
+def test_long_smooth_lengths_fall_back_and_stay_correct():
+    """Lengths > FFT_SMOOTH_NATIVE_MAX with prime factors <= 7 run NumPy (Bluestein is slower
+    than pocketfft's radix passes there); a long length with a large prime factor is native."""
+    smooth, rough = _data((2, 3 * 2 ** 12), np.complex128), _data((2, 2 * 4099), np.complex128)
+    f = tj.jit(np.fft.fft, backend="llvm")
+    assert not f.lower(smooth).executable.native
+    _native(f, rough)
+    for x in (smooth, rough):
+        np.testing.assert_allclose(f(x), np.fft.fft(x), rtol=0, atol=1e-12 * x.shape[-1])
