@@ -131,6 +131,12 @@ def _register(symbol: str, make) -> str:
     return symbol
 
 
+def tables() -> dict:
+    """Every registered table by symbol (``tj.export`` writes those its kernels use)."""
+    with _tables_lock:
+        return dict(_tables)
+
+
 def plan_table(n: int) -> str:
     """The registered symbol of the plan of the complex FFT of length ``n`` (module docstring)."""
     return _register(f"tj_fft_plan_{n}", lambda: _plan_values(n))
