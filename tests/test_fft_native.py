@@ -9,18 +9,11 @@ import numpy as np
 import pytest
 
 import tracejit as tj
+from tests.test_fft import _data
 from tracejit.test_util import check_grads, using_backend
 
 SMALL = list(range(1, 65))
 LARGE = [97, 127, 251, 1000, 1024, 3 * 2 ** 9, 2 ** 12 + 1, 2 ** 14]
-
-
-def _data(shape, dtype, seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
 
 
 def _exact(fn, x, **kw):

@@ -10,11 +10,11 @@ one library call per axis, each over the rows of that axis (the array read as
 - ``irfft``: the complex inverse transforms of the other axes first, into a malloc'd copy when
   there are any (the operand is not written), then the real one into the result.
 
-One work area serves every call (the largest any needs; ``fftlib.SPARE_MAX``: the last one is
-kept for the next call); if it cannot be allocated the function sets ``ERR_NOMEM`` in the
-call's error cell and writes nothing. The tables of each
-length are built and registered (``fftlib.plan_table``) while the kernel is emitted, before
-its module is compiled, so their symbols resolve; the library is compiled at the same time.
+One work area serves every call (the largest any needs; ``fftlib.SPARE_MAX``: the last one
+is kept for the next call); if it cannot be allocated the function sets ``ERR_NOMEM`` in the
+call's error cell and writes nothing. The tables of each length are built and registered
+(``ffttables.plan_table``) while the kernel is emitted, before its module is compiled, so
+their symbols resolve; the library is compiled at the same time.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import numpy as np
 from llvmlite import ir
 
 from ..abi import ERR_NOMEM
-from . import fftlib, stacks
+from . import fftlib, ffttables, stacks
 from .ops import I8, I64
 
 PTR = ir.PointerType()
@@ -74,7 +74,7 @@ def emit_fft(module, name, eqn, plan, slot_of, err_slot) -> ir.Function:
     if int(np.prod(x.ty.shape, dtype=np.int64)) == 0:
         b.ret_void()                    # nothing to transform (transformed axes are never 0)
         return fn
-    work = max(fftlib.work_size(kind, n) for kind, _, _, n, _, _ in calls)
+    work = max(ffttables.work_size(kind, n) for kind, _, _, n, _, _ in calls)
     tmp = int(np.prod(x.ty.shape, dtype=np.int64)) * 2 if len(calls) > 1 and \
         eqn.prim.name == "irfft" else 0
     area = b.call(fftlib.declare(module, "acquire"), [_i64((work + tmp) * item)],
@@ -88,13 +88,13 @@ def emit_fft(module, name, eqn, plan, slot_of, err_slot) -> ir.Function:
     for kind, axis, shape, n, src, dst in calls:
         outer = int(np.prod(shape[:axis], dtype=np.int64))
         inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
-        table = fftlib.table_ref(module, fftlib.plan_table(fftlib.cpx_length(kind, n)))
+        table = fftlib.table_ref(module, ffttables.plan_table(ffttables.cpx_length(kind, n)))
         args = [ptrs[src], ptrs[dst], _i64(outer), _i64(n), _i64(inner)]
         if kind == "c2c":
             inverse = eqn.prim.name == "irfft" or eqn.params.get("inverse", False)
             args += [ir.Constant(fftlib.F64, -1.0 if inverse else 1.0), table, area]
         else:
-            half = fftlib.table_ref(module, fftlib.half_table(n)) if n % 2 == 0 else \
+            half = fftlib.table_ref(module, ffttables.half_table(n)) if n % 2 == 0 else \
                 ir.Constant(PTR, None)
             args += [table, half, area]
         b.call(fftlib.declare(module, kind, c), args)

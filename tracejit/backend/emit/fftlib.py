@@ -26,11 +26,11 @@ vectoriser turns into SIMD). Powers of two: Stockham autosort, radix-4 stages an
 radix-2 one, ping-ponging between the row and scratch. Other lengths: Bluestein (chirp-z), a
 cyclic convolution by two power-of-two FFTs of length ``M >= 2n - 1``.
 
-``plan`` (per length ``n`` of the complex FFT, :func:`plan_table`): ``W_N^k`` for k < N as
+``plan`` (per length ``n`` of the complex FFT, ``ffttables.plan_table``): ``W_N^k`` for k < N as
 [re..., im...] where ``N`` = ``n`` for a power of two, else ``M``, followed for Bluestein by the
 chirp ``exp(-i pi k^2/n)`` (k < n) and ``FFT_M(conj chirp, wrapped)/M`` ([re..., im...] each).
 Every table entry is computed in long double and rounded once to double. ``work`` holds
-:func:`work_size` doubles; the caller allocates it (and reports a failure).
+``ffttables.work_size`` doubles; the caller allocates it (and reports a failure).
 """
 from __future__ import annotations
 
@@ -40,7 +40,8 @@ import numpy as np
 from llvmlite import ir
 
 from ..engine import jit, objects
-from . import stacks
+from . import ffttables, stacks
+from .ffttables import PAD
 from .loops import _for
 from .ops import I1, I8, I64
 
@@ -56,95 +57,6 @@ def _i64(v):
 def code_of(dtype) -> str:
     """``d`` or ``s``: the library variant for a float or complex dtype."""
     return "s" if np.dtype(dtype) in (np.dtype(np.float32), np.dtype(np.complex64)) else "d"
-
-
-def is_pow2(n: int) -> bool:
-    return n & (n - 1) == 0
-
-
-def bluestein_length(n: int) -> int:
-    """The power-of-two length ``M >= 2n - 1`` of the convolution for a length ``n``."""
-    return 1 << max(0, (2 * n - 2).bit_length())
-
-
-# The split arrays of a work area start PAD elements apart beyond their length: arrays a
-# multiple of 4 KiB apart make every store alias the loads of the next arrays in the CPU's
-# store-to-load forwarding check (measured: the complex FFT of 4096 points 2.2x slower).
-PAD = 24
-
-
-def cpx_work(n: int) -> int:
-    """Elements of ``T`` the complex FFT of length ``n`` needs as scratch."""
-    return 2 * (n + PAD) if is_pow2(n) else 4 * (bluestein_length(n) + PAD)
-
-
-def work_size(kind: str, n: int) -> int:
-    """Elements of ``T`` of ``work`` for ``tj_fft_<kind>`` of rows of (output or input) length
-    ``n``: the row in split form plus the complex FFT's scratch."""
-    m = n // 2 if kind != "c2c" and n % 2 == 0 else n
-    return 2 * (m + PAD) + cpx_work(m)
-
-
-def cpx_length(kind: str, n: int) -> int:
-    """The complex FFT length ``tj_fft_<kind>`` runs for rows of length ``n``."""
-    return n // 2 if kind != "c2c" and n % 2 == 0 else n
-
-
-# --------------------------------------------------------------------------------------------
-# tables (Python, long double)
-
-_PI = np.arctan(np.longdouble(1)) * 4
-_tables: dict = {}          # symbol -> array (kept alive: its address is registered)
-_tables_lock = threading.Lock()
-
-
-def _roots(n: int, count: int) -> np.ndarray:
-    """``W_n^k = exp(-2 pi i k/n)`` for k < count, in long double (the index reduced mod n)."""
-    ang = (2 * _PI / n) * (np.arange(count, dtype=np.int64) % n).astype(np.longdouble)
-    return np.cos(ang) - 1j * np.sin(ang)
-
-
-def _split(z) -> np.ndarray:
-    return np.concatenate([z.real, z.imag]).astype(np.float64)
-
-
-def _plan_values(n: int) -> np.ndarray:
-    if is_pow2(n):
-        return _split(_roots(n, n))
-    m = bluestein_length(n)
-    k = np.arange(n, dtype=np.int64)
-    ang = (_PI / n) * ((k * k) % (2 * n)).astype(np.longdouble)
-    chirp = np.cos(ang) - 1j * np.sin(ang)
-    wrapped = np.zeros(m, dtype=np.clongdouble)
-    wrapped[:n] = np.conj(chirp)
-    wrapped[m - n + 1:] = np.conj(chirp[1:])[::-1]
-    spectrum = np.fft.fft(wrapped) / m
-    return np.concatenate([_split(_roots(m, m)), _split(chirp), _split(spectrum)])
-
-
-def _register(symbol: str, make) -> str:
-    with _tables_lock:
-        if symbol not in _tables:
-            table = np.ascontiguousarray(make())
-            _tables[symbol] = table
-            jit.add_symbol(symbol, table.ctypes.data)
-    return symbol
-
-
-def tables() -> dict:
-    """Every registered table by symbol (``tj.export`` writes those its kernels use)."""
-    with _tables_lock:
-        return dict(_tables)
-
-
-def plan_table(n: int) -> str:
-    """The registered symbol of the plan of the complex FFT of length ``n`` (module docstring)."""
-    return _register(f"tj_fft_plan_{n}", lambda: _plan_values(n))
-
-
-def half_table(n: int) -> str:
-    """The registered symbol of ``W_n^k``, k = 0..n/2, of the real transforms of even ``n``."""
-    return _register(f"tj_fft_half_{n}", lambda: _split(_roots(n, n // 2 + 1)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -428,16 +340,24 @@ class _Lib:
         self.rows(outer, inner, row)
         b.ret_void()
 
-    def _r2c(self):
-        fn = self.function("r2c", [PTR, PTR, I64, I64, I64, PTR, PTR, PTR], "external")
+    def real_driver(self, name):
+        """The arguments of ``tj_fft_<name>`` (r2c / c2r) and the values both derive from
+        them: whether ``n`` is even, ``h = n//2``, the bins ``h + 1``, the complex FFT's
+        length (``h`` or ``n``), the split row, its FFT's scratch and the ``half`` table."""
+        fn = self.function(name, [PTR, PTR, I64, I64, I64, PTR, PTR, PTR], "external")
         src, dst, outer, n, inner, plan, half, work = fn.args
         b = self.b
         even = b.icmp_signed("==", b.and_(n, _i64(1)), _i64(0))
         h = b.lshr(n, _i64(1))
-        hb = b.add(h, _i64(1))                    # output bins
-        m = b.select(even, h, n)                  # the complex FFT's length
-        rr, ri, cw = work, self.at(work, self.padded(m, 1)), self.at(work, self.padded(m, 2))
-        hr, hi = half, self.at(half, hb)
+        hb = b.add(h, _i64(1))
+        m = b.select(even, h, n)
+        split = (work, self.at(work, self.padded(m, 1)), self.at(work, self.padded(m, 2)))
+        return fn.args, (even, h, hb), split, (half, self.at(half, hb))
+
+    def _r2c(self):
+        (src, dst, outer, n, inner, plan, _, _), (even, h, hb), (rr, ri, cw), (hr, hi) = \
+            self.real_driver("r2c")
+        b = self.b
         half_c = self.const(0.5)
 
         def row(o, i, inner):
@@ -482,15 +402,9 @@ class _Lib:
         b.ret_void()
 
     def _c2r(self):
-        fn = self.function("c2r", [PTR, PTR, I64, I64, I64, PTR, PTR, PTR], "external")
-        src, dst, outer, n, inner, plan, half, work = fn.args
+        (src, dst, outer, n, inner, plan, _, _), (even, h, hb), (rr, ri, cw), (hr, hi) = \
+            self.real_driver("c2r")
         b = self.b
-        even = b.icmp_signed("==", b.and_(n, _i64(1)), _i64(0))
-        h = b.lshr(n, _i64(1))
-        hb = b.add(h, _i64(1))                    # input bins
-        m = b.select(even, h, n)
-        rr, ri, cw = work, self.at(work, self.padded(m, 1)), self.at(work, self.padded(m, 2))
-        hr, hi = half, self.at(half, hb)
         zero = self.const(0.0)
 
         def row(o, i, inner):
@@ -604,7 +518,8 @@ def ensure_compiled() -> None:
     with _lock:
         if _compiled:
             return
-        jit.compile_library("fft", build_module, objects.source_key(__file__), opt=3)
+        jit.compile_library("fft", build_module, objects.source_key(__file__, ffttables.__file__),
+                            opt=3)
         syms = [f"tj_fft_{name}_{c}" for c in TYPES for name in FUNCTIONS]
         for sym in syms + ["tj_fft_acquire", "tj_fft_release"]:
             jit.add_symbol(sym, jit.function_address(sym))

@@ -33,7 +33,7 @@ import numpy as np
 from ...errors import UnsupportedError
 from ..abi import CHECK_BITS, ERR_INDEX, ERR_INTERRUPT, ERR_NOMEM, ERR_STACK_LENGTH, \
     ERR_WHILE_LIMIT
-from ..emit import fftlib
+from ..emit import fftlib, ffttables
 from ..engine import jit, threads
 from ..mathlib import library
 
@@ -190,8 +190,8 @@ def write_library(functions, directory: str, name: str, cc: str = "cc"):
     glue = os.path.join(directory, f"{name}_glue.c")
     with open(glue, "w") as f:
         f.write(_glue(name, functions, kernels))
-        for table in sorted(e for e in fft_names if e in fftlib.tables()):
-            f.write(_c_bytes(table, fftlib.tables()[table]).replace("static ", "", 1) + "\n")
+        for table in sorted(e for e in fft_names if e in ffttables.tables()):
+            f.write(_c_bytes(table, ffttables.tables()[table]).replace("static ", "", 1) + "\n")
     so_path = os.path.join(directory, f"{name}.so")
     libs = ["-lm", "-lpthread"] + (["-lmvec"] if any(b"_ZGV" in o for o in objects) else [])
     r = subprocess.run([cc, "-shared", "-fPIC", "-O2", "-o", so_path, glue, *paths, *libs],
