@@ -55,9 +55,18 @@ _tables_lock = threading.Lock()
 
 
 def _roots(n: int, count: int) -> np.ndarray:
-    """``W_n^k = exp(-2 pi i k/n)`` for k < count, in long double (the index reduced mod n)."""
-    ang = (2 * _PI / n) * (np.arange(count, dtype=np.int64) % n).astype(np.longdouble)
-    return np.cos(ang) - 1j * np.sin(ang)
+    """``W_n^k = exp(-2 pi i k/n)`` for k < count, in long double, by octant symmetry as
+    pocketfft does: the angle is reduced exactly (integers) to at most pi/4, so the quadrant
+    points are exactly 1, -i, -1, i and symmetric angles give equal magnitudes."""
+    k = np.arange(count, dtype=np.int64) % n
+    quadrant, rem = np.divmod(4 * k, n)         # angle = (pi/2) (quadrant + rem/n)
+    low = 2 * rem <= n
+    t = np.where(low, rem, n - rem).astype(np.longdouble) * (_PI / 2 / n)
+    c0, s0 = np.cos(t), np.sin(t)
+    c, s = np.where(low, c0, s0), np.where(low, s0, c0)
+    c, s = (np.select([quadrant == 0, quadrant == 1, quadrant == 2], [c, -s, -c], s),
+            np.select([quadrant == 0, quadrant == 1, quadrant == 2], [s, c, -s], -c))
+    return c - 1j * s
 
 
 def _split(z) -> np.ndarray:

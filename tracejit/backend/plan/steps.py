@@ -375,27 +375,32 @@ FFT_PRIMS = ("fft", "rfft", "irfft")
 # on first use (~0.3 s at 2^20).
 FFT_MAX_N = 1 << 22
 # Lengths other than powers of two run Bluestein's algorithm (three FFTs of >= 2n points):
-# 0.25-0.8x pocketfft's time on lengths whose prime factors are all <= 7 (measured: n = 1000
-# 0.64x, 3072 0.33x, 10^4 0.27x, 10^5 0.24x), which pocketfft does with radix passes, but 3x
-# faster on a prime (4093). Such smooth lengths above this bound cost more natively than a
-# NumPy step between segments (~0.16 ms), so they fall back.
-FFT_SMOOTH_NATIVE_MAX = 4096
+# 3x faster than pocketfft on a prime (4093), but 0.25-0.8x its time on lengths whose prime
+# factors are all <= 7 (n = 1000 0.64x, 3072 0.33x, 10^4 0.27x), which pocketfft does with
+# radix passes; and on short lengths its rounding differs from pocketfft's exact cancellations
+# (a constant row's non-zero bins are exactly 0 in pocketfft, ~1e-16 here), which results
+# derived by comparisons and integer casts expose (tests/fuzz found three). So only long
+# lengths with a prime factor above 7 run it; the others keep NumPy's pocketfft.
+FFT_BLUESTEIN_MIN = 1024
 
 
 def _fft_native_length(n: int) -> bool:
-    if n & (n - 1) == 0 or n <= FFT_SMOOTH_NATIVE_MAX:
-        return n <= FFT_MAX_N
+    if n > FFT_MAX_N:
+        return False
+    if n & (n - 1) == 0:
+        return True
     m = n
     for p in (2, 3, 5, 7):
         while m % p == 0:
             m //= p
-    return m != 1 and n <= FFT_MAX_N
+    return m != 1 and n >= FFT_BLUESTEIN_MIN
 
 
 def can_lower_fft(plan, eqn) -> bool:
     """FftStep: fft of complex64/complex128, rfft of float32/float64, irfft of complex64/
-    complex128, every transformed axis of a length run natively (``_fft_native_length``: at
-    most ``FFT_MAX_N``, and not a long 7-smooth one), the operand a view of a slot
+    complex128, every transformed axis of a length run natively (``_fft_native_length``: a
+    power of two or a long one with a prime factor above 7, at most ``FFT_MAX_N``), the
+    operand a view of a slot
     (the partitioner copies a strided one into a contiguous temporary first) and the result a
     contiguous view."""
     (x,), (out,) = eqn.invars, eqn.outvars
