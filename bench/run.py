@@ -1,7 +1,7 @@
 """Run the benchmark workloads W1-W8 (+ pendulum W9, while-loop gradient W10, in-place loops
 W11, compile scaling W12, loops and scaled products against jax and numba W13, numpy.linalg
-and a Gaussian-process gradient against jax and autograd W14) and write bench/results.md and a
-chart.
+and a Gaussian-process gradient against jax and autograd W14, numpy.fft W15) and write
+bench/results.md and a chart.
 
     python bench/run.py [--quick] [--only W1,W4]
 
@@ -745,8 +745,34 @@ def _add(workload, case, impl, lo, med):
     print(f"  {workload} {case} | {impl}: {_fmt(lo)} / {_fmt(med)}", file=sys.stderr, flush=True)
 
 
+# W15 ------------------------------------------------------------------------------------------
+def w15(quick):
+    """numpy.fft.fft / rfft under tracejit (the native FFT, one thread) against NumPy's pocketfft
+    and jax: one long transform at n = 2^10, 2^16, 2^20 and a batch of 1000 rows of 256."""
+    rng = np.random.default_rng(0)
+    jax = peer("jax")
+    if jax is not None:
+        import jax.numpy as jnp
+        jax.config.update("jax_enable_x64", True)
+    shapes = [(1 << 10,), (1 << 16,)] + ([] if quick else [(1 << 20,)]) + [(1000, 256)]
+    for shape in shapes:
+        z = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+        for name, x in (("fft", z), ("rfft", z.real.copy())):
+            fn = getattr(np.fft, name)
+            case = f"{name} {'x'.join(map(str, shape))} {x.dtype.name}"
+            record("W15", case, "numpy", lambda: fn(x))
+            f = tj.trace(fn)
+            f(x)
+            record("W15", case, "tracejit 1 thread", with_threads(1, lambda: f(x)))
+            if jax is not None:
+                jf, jx = jax.jit(getattr(jnp.fft, name)), jax.device_put(x)
+                jf(jx).block_until_ready()
+                record("W15", case, "jax.jit (1 core)", lambda: jf(jx).block_until_ready(),
+                       pinned=True)
+
+
 WORKLOADS = {"W1": w1, "W2": w2, "W3": w3, "W4": w4, "W5": w5, "W6": w6, "W7": w7, "W8": w8,
-             "W9": w9, "W10": w10, "W11": w11, "W12": w12, "W13": w13, "W14": w14}
+             "W9": w9, "W10": w10, "W11": w11, "W12": w12, "W13": w13, "W14": w14, "W15": w15}
 
 
 def write_results(path):

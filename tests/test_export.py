@@ -111,3 +111,17 @@ def test_what_cannot_be_exported_is_named(tmp_path):
     with pytest.raises(tj.UnsupportedError, match="not fully native"):    # a NumPy fallback
         tj.export(lambda z: np.arcsinh(z) * 2, x.astype(complex), name="m",
                   directory=str(tmp_path))
+
+
+def test_fft_from_c(tmp_path):
+    """The native FFT library and its tables are linked in (real and complex transforms)."""
+    def spectrum(x):
+        return np.abs(np.fft.rfft(x)) ** 2 + np.fft.fft(x[:8] + 0j).real.sum()
+    x = np.random.default_rng(0).standard_normal(64)
+    so, _ = tj.export(spectrum, x, name="spec", directory=str(tmp_path))
+    _only_the_c_runtime(so)
+    want = tj.jit(spectrum)(x)
+    out = _run_c(str(tmp_path), "spec", [_c_array("x", x)],
+                 "double out[33]; if (spec(x, out)) return 1;\n"
+                 'for (int k = 0; k < 33; k++) printf("%a\\n", out[k]);')
+    assert _ulps([float.fromhex(v) for v in out], want) <= 1

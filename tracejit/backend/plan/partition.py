@@ -48,10 +48,10 @@ from .rowfuse import fuse_rowwise
 from .readers import FuseIndex
 from .foldscalars import fold_scalars
 from .sinkviews import sink_views
-from .steps import (ARG_PRIMS, LAPACK_PRIMS, LINALG_PRIMS, REDUCE_PRIMS, ArgStep, ControlStep,
-                    EqnStep, FallbackStep, LapackStep, LinalgStep, LoopGroup, MatmulStep, Plan,
-                    ScanStep, ScatterStep, can_lower, can_lower_arg, can_lower_arg_any,
-                    can_lower_lapack, can_lower_linalg,
+from .steps import (ARG_PRIMS, FFT_PRIMS, LAPACK_PRIMS, LINALG_PRIMS, REDUCE_PRIMS, ArgStep,
+                    ControlStep, EqnStep, FallbackStep, FftStep, LapackStep, LinalgStep, LoopGroup,
+                    MatmulStep, Plan, ScanStep, ScatterStep, can_lower, can_lower_arg,
+                    can_lower_arg_any, can_lower_fft, can_lower_lapack, can_lower_linalg,
                     can_lower_scan, can_lower_scatter, can_lower_take, loop_carries,
                     matmul_layout, step_reads, touches_stack)
 from .verify import verify_plan
@@ -191,9 +191,11 @@ def partition(graph, vector_bytes: int, donated=None, arguments=False, lapack=No
             plan.producer[id(outs[0])] = step
             continue
         linalg = name in LINALG_PRIMS and can_lower_linalg(plan, eqn)
-        if linalg or (name in LAPACK_PRIMS and can_lower_lapack(plan, eqn)):
+        lapack = not linalg and name in LAPACK_PRIMS and can_lower_lapack(plan, eqn)
+        fft = name in FFT_PRIMS and can_lower_fft(plan, eqn)
+        if linalg or lapack or fft:
             eqn = contiguous_operands(plan, eqn)        # a transposed operand is copied first
-            step = plan.new(LinalgStep if linalg else LapackStep, eqn)
+            step = plan.new(LinalgStep if linalg else LapackStep if lapack else FftStep, eqn)
             plan.add_preds(step, eqn.invars)
             for v in outs:
                 step.writes.append(v)

@@ -14,6 +14,7 @@ emitter that carries it out (``emit/<kind>.py``, which imports this module, neve
 | scatter   | ``ScatterStep``| :func:`can_lower_scatter`          | ``emit/scatter.py``   |
 | linalg    | ``LinalgStep`` | :func:`can_lower_linalg`           | ``emit/linalg.py``    |
 | lapack    | ``LapackStep`` | :func:`can_lower_lapack`           | ``emit/lapack.py``    |
+| fft       | ``FftStep``    | :func:`can_lower_fft`              | ``emit/fft.py``       |
 | control   | ``ControlStep``| ``partition.plan_subgraphs``       | ``emit/control.py``   |
 | numpy     | ``FallbackStep`` | (anything else)                  | ``runtime/executable.py`` |
 
@@ -136,6 +137,10 @@ class LapackStep(EqnStep):
     """A linalg primitive as calls into numpy's LAPACK (``emit/lapack.py``; legality:
     :func:`can_lower_lapack`)."""
     kind = "lapack"
+class FftStep(EqnStep):
+    """fft / rfft / irfft over any axes as calls of the native FFT library (``emit/fft.py``;
+    legality: :func:`can_lower_fft`)."""
+    kind = "fft"
 
 
 class FallbackStep(EqnStep):
@@ -385,6 +390,54 @@ def _loops_limit(plan, eqn) -> int:
     if name == "triangular_solve" and eqn.invars[1].ty.shape[-1] == 1:
         name += ", one column"
     return LOOPS_BEFORE_LAPACK[name]
+
+
+FFT_PRIMS = ("fft", "rfft", "irfft")
+# The longest transformed axis run natively: the tables of a length are kept for the process
+# (a power of two n: n complex twiddles; another length: about 10 n) and built in long double
+# on first use (~0.3 s at 2^20).
+FFT_MAX_N = 1 << 22
+# Lengths other than powers of two run Bluestein's algorithm (three FFTs of >= 2n points):
+# 3x faster than pocketfft on a prime (4093), but 0.25-0.8x its time on lengths whose prime
+# factors are all <= 7 (n = 1000 0.64x, 3072 0.33x, 10^4 0.27x), which pocketfft does with
+# radix passes; and on short lengths its rounding differs from pocketfft's exact cancellations
+# (a constant row's non-zero bins are exactly 0 in pocketfft, ~1e-16 here), which results
+# derived by comparisons and integer casts expose (tests/fuzz found three). So only long
+# lengths with a prime factor above 7 run it; the others keep NumPy's pocketfft.
+FFT_BLUESTEIN_MIN = 1024
+
+
+def _fft_native_length(n: int) -> bool:
+    if n > FFT_MAX_N:
+        return False
+    if n & (n - 1) == 0:
+        return True
+    m = n
+    for p in (2, 3, 5, 7):
+        while m % p == 0:
+            m //= p
+    return m != 1 and n >= FFT_BLUESTEIN_MIN
+
+
+def can_lower_fft(plan, eqn) -> bool:
+    """FftStep: fft of complex64/complex128, rfft of float32/float64, irfft of complex64/
+    complex128, every transformed axis of a length run natively (``_fft_native_length``: a
+    power of two or a long one with a prime factor above 7, at most ``FFT_MAX_N``), the
+    operand a view of a slot
+    (the partitioner copies a strided one into a contiguous temporary first) and the result a
+    contiguous view."""
+    (x,), (out,) = eqn.invars, eqn.outvars
+    ok = ("float32", "float64") if eqn.prim.name == "rfft" else ("complex64", "complex128")
+    if np.dtype(x.ty.dtype).name not in ok or touches_stack(eqn):
+        return False
+    axes = eqn.params["axes"]
+    lengths = [x.ty.shape[a] for a in axes]
+    if eqn.prim.name == "irfft":
+        lengths[-1] = eqn.params["n"]
+    if not all(_fft_native_length(n) for n in lengths) or not isinstance(x, Var) or \
+            not isinstance(plan.view_of(x).base, Var):
+        return False
+    return plan.view_of(out).contiguous()
 
 
 def can_lower_linalg(plan, eqn) -> bool:

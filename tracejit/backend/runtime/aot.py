@@ -5,8 +5,9 @@
 - each function's kernel module (``Executable.llvm_ir``, ``i32 @<prefix>_kernel(ptr bufs)``:
   the pointers of the inputs, then of the outputs), re-emitted as position-independent code
   at O1 for the host CPU and features;
-- the math functions those kernels call (``mathlib.build_math_module``) and the thread pool
-  (``engine/threads.py``): compiled in, no tracejit or Python at run time;
+- the math functions those kernels call (``mathlib.build_math_module``), the FFT library
+  (``emit/fftlib.py``) with the tables the kernels use (C arrays in the glue) and the thread
+  pool (``engine/threads.py``): compiled in, no tracejit or Python at run time;
 - ``<name>_glue.c``: what the JIT otherwise supplies from Python — ``tj_malloc``/``tj_free``/
   ``tj_realloc`` (libc), the interrupt cells (never set: Ctrl-C is the host program's
   business), each kernel's constant arrays and the pointer table that reaches them, filled
@@ -32,6 +33,7 @@ import numpy as np
 from ...errors import UnsupportedError
 from ..abi import CHECK_BITS, ERR_INDEX, ERR_INTERRUPT, ERR_NOMEM, ERR_STACK_LENGTH, \
     ERR_WHILE_LIMIT
+from ..emit import fftlib, ffttables
 from ..engine import jit, threads
 from ..mathlib import library
 
@@ -153,7 +155,7 @@ def write_library(functions, directory: str, name: str, cc: str = "cc"):
     paths."""
     os.makedirs(directory, exist_ok=True)
     kernels, seen = [], set()
-    objects, math_names = [], set()
+    objects, math_names, fft_names = [], set(), set()
     for fn in functions:
         parts = _kernel_parts(fn[0], fn[1])
         kernels.append(parts)
@@ -161,8 +163,9 @@ def write_library(functions, directory: str, name: str, cc: str = "cc"):
         needed = {e for e in _externals(text) if not e.startswith("llvm.")}
         math_names |= {m.group(1) for e in needed for m in [re.match(r"tj_math_(.+?)_v?\d*[fc]",
                                                                      e)] if m}
+        fft_names |= {e for e in needed if e.startswith("tj_fft_")}
         other = {e for e in needed if e not in _GLUE and e != "tj_parallel_for" and
-                 not e.startswith("tj_math_")}
+                 not e.startswith(("tj_math_", "tj_fft_"))}
         if other:
             raise UnsupportedError(f"export: {fn[0]} calls {sorted(other)} (the BLAS or LAPACK "
                                    f"of the running NumPy, used for large products and "
@@ -173,6 +176,8 @@ def write_library(functions, directory: str, name: str, cc: str = "cc"):
     if math_names:
         objects.append(jit.emit_relocatable(str(library.build_math_module(tuple(math_names))),
                                             opt=1))
+    if fft_names:                   # the FFT library and its tables (C arrays in the glue)
+        objects.append(jit.emit_relocatable(str(fftlib.build_module()), opt=3))
     objects.append(jit.emit_relocatable(str(threads._Emitter().build()), opt=2))
     paths = []
     for k, data in enumerate(objects):
@@ -185,6 +190,8 @@ def write_library(functions, directory: str, name: str, cc: str = "cc"):
     glue = os.path.join(directory, f"{name}_glue.c")
     with open(glue, "w") as f:
         f.write(_glue(name, functions, kernels))
+        for table in sorted(e for e in fft_names if e in ffttables.tables()):
+            f.write(_c_bytes(table, ffttables.tables()[table]).replace("static ", "", 1) + "\n")
     so_path = os.path.join(directory, f"{name}.so")
     libs = ["-lm", "-lpthread"] + (["-lmvec"] if any(b"_ZGV" in o for o in objects) else [])
     r = subprocess.run([cc, "-shared", "-fPIC", "-O2", "-o", so_path, glue, *paths, *libs],

@@ -66,8 +66,8 @@ from ..engine import jit, loaded, parallel
 from ..matmul import lapack
 from ..matmul.kernel import vector_bytes
 from ..plan import buffers, partition
-from ..plan.steps import (ArgStep, ControlStep, FallbackStep, LapackStep, LinalgStep, LoopGroup,
-                          MatmulStep, ScanStep, ScatterStep)
+from ..plan.steps import (ArgStep, ControlStep, FallbackStep, FftStep, LapackStep, LinalgStep,
+                          LoopGroup, MatmulStep, ScanStep, ScatterStep)
 from . import control_fallback, stack_arrays, tiers
 
 log = logging.getLogger("tracejit")
@@ -586,6 +586,9 @@ class Executable:
                 outs = " ".join(n(v) for v in step.eqn.outvars)
                 lines.append(f"  {outs} = {step.eqn.prim.name} "
                              f"(LAPACK {lapack_routine(step.eqn)})")
+            elif isinstance(step, FftStep):
+                lines.append(f"  {n(step.eqn.outvars[0])} = {step.eqn.prim.name}"
+                             f"[axes={step.eqn.params['axes']}] (native FFT)")
             elif isinstance(step, ControlStep):
                 outs = " ".join(n(v) for v in step.eqn.outvars)
                 lines.append(f"  {outs} = {control.describe(step, code)}")
