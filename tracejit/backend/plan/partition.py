@@ -27,7 +27,8 @@ and pad become copy groups into one buffer (pad fills first). ``MatmulStep`` is 
 with one contracted axis, at most one free axis per side and mergeable batch axes. Everything
 else is a ``FallbackStep``: the primitive's NumPy impl (control flow: compiled sub-graphs, see
 ``runtime/control_fallback.py``).
-Before partitioning, ``sinkviews.py`` sinks views into producers and ``foldscalars.py`` moves scalar
+Before partitioning, ``sinkviews.py`` sinks views into producers, ``half.py`` rewrites float16
+arithmetic to float32 and ``foldscalars.py`` moves scalar
 factors of product operands onto the products. After partitioning, ``rowfuse.py`` and
 ``epilogue.py`` merge steps (row-wise matvec pairs,
 matmul epilogues) before the execution order is fixed.
@@ -45,6 +46,7 @@ from .epilogue import fuse_epilogues
 from .rowfuse import fuse_rowwise
 from .readers import FuseIndex
 from .foldscalars import fold_scalars
+from .half import widen_half
 from .sinkviews import sink_views
 from .steps import (ARG_PRIMS, LINALG_PRIMS, REDUCE_PRIMS, ArgStep, ControlStep, EqnStep,
                     FallbackStep, LinalgStep, LoopGroup, MatmulStep, Plan, ScanStep, ScatterStep,
@@ -91,8 +93,9 @@ def partition(graph, vector_bytes: int, donated=None, arguments=False) -> Plan:
     vector register width (``vector_bytes``) is the one fact about the machine planning reads.
     ``donated`` (input index -> output index): inputs whose buffer the caller lets that output
     reuse; ``arguments``: they are the caller's arrays (``Plan.donated``, ``inplace.py``)."""
-    # views of values sunk, scalar factors moved from product operands to their epilogues
-    graph = sink_views(graph)
+    # views of values sunk, scalar factors moved from product operands to their epilogues,
+    # float16 arithmetic written as float32 operations rounded to float16 one by one
+    graph = widen_half(sink_views(graph))
     if config.fold_product_scalars:
         graph = fold_scalars(graph)
     plan = Plan(graph, vector_bytes, donated, arguments)
