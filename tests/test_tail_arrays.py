@@ -63,6 +63,12 @@ CASES = {
     "polyint_k": (lambda a, b: np.polyint(a, 3, k=0.5), (P, Q)),
     "i0": (lambda a: np.i0(a * 3), (X,)),
     "i0_int": (lambda a: np.i0(a), (I,)),
+    "ix": (lambda a: a[np.ix_(np.array([3, 0]), np.array([True, False, True, False, True]))],
+           (X,)),
+    "ix_traced": (lambda a, b: np.ix_(b.astype(np.int64) % 4, np.arange(2))[0] * 1, (X, I[0])),
+    "tril_from": (lambda a: a[np.tril_indices_from(a, -1)], (X,)),
+    "triu_from": (lambda a: a[np.triu_indices_from(a[:, :4])], (X,)),
+    "diag_from": (lambda a: a[:, :4][np.diag_indices_from(a[:, :4])], (X,)),
 }
 
 
@@ -93,6 +99,19 @@ def test_derivatives():
                 modes=modes)
     check_grads(lambda a: np.polyder(a ** 2, 1), (P,), order=2, modes=modes)
     check_grads(lambda a: np.i0(a), (V,), order=2, modes=modes)
+
+
+def test_dtype_functions():
+    """can_cast/common_type read a tracer's dtype (at trace time, as NumPy reads an array's)."""
+    seen = []
+
+    def f(a, i):
+        return (np.can_cast(a, np.float32), np.can_cast(i, np.float64),
+                np.can_cast(i, np.int8, casting="same_kind"), np.common_type(a, i),
+                np.common_type(i.astype(np.float16)))
+    want = f(X, I)
+    tj.jit(lambda a, i: seen.append(f(a, i)) or a)(X, I)
+    assert seen == [want]
 
 
 def test_traced_positions_refused():

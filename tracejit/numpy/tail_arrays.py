@@ -1,6 +1,8 @@
 """More of NumPy's long tail on tracers, as composites: delete, insert, block, dstack,
 rollaxis, piecewise, array_equiv, sort_complex, the polynomial arithmetic polyadd, polysub,
-polymul, polyder, polyint, and np.i0.
+polymul, polyder, polyint, np.i0, and the functions of a tracer's shape or dtype only
+(diag/tril/triu_indices_from, can_cast, common_type: NumPy's own results) or of its
+values laid out as an open grid (ix_).
 
 Invariants: each follows NumPy's function of the same name in dtypes, shapes and values;
 positions (``delete``/``insert``'s ``obj``), polynomial degrees and ``piecewise``'s number of
@@ -23,7 +25,9 @@ from .logic import where
 from .shape import concatenate, moveaxis, reshape
 
 __all__ = ["delete", "insert", "block", "dstack", "rollaxis", "piecewise", "array_equiv",
-           "sort_complex", "polyadd", "polysub", "polymul", "polyder", "polyint", "i0"]
+           "sort_complex", "polyadd", "polysub", "polymul", "polyder", "polyint", "i0",
+           "diag_indices_from", "tril_indices_from", "triu_indices_from", "ix_", "can_cast",
+           "common_type"]
 
 
 def _static_positions(obj, name):
@@ -252,3 +256,54 @@ def i0(x):
     if dt.kind == "c":
         raise TypeError("i0 not supported for complex values")
     return i0_(x if dt.kind == "f" else x.astype(np.float64))
+
+
+def _shape_only(np_fn):
+    """NumPy's function of an array's shape (or dtype) alone, given a stand-in of the tracer's
+    shape and dtype (its results are concrete, as NumPy's)."""
+    def fn(arr, *args, **kwargs):
+        t = type_of(as_traceable(arr))
+        return np_fn(np.empty(t.shape, t.dtype), *args, **kwargs)
+    fn.__name__ = np_fn.__name__
+    fn.__doc__ = f"numpy.{np_fn.__name__} of the argument's shape (a concrete result)."
+    return implements(np_fn)(fn)
+
+
+diag_indices_from = _shape_only(np.diag_indices_from)
+tril_indices_from = _shape_only(np.tril_indices_from)
+triu_indices_from = _shape_only(np.triu_indices_from)
+
+
+@implements(np.can_cast)
+def can_cast(from_, to, casting="safe"):
+    """NumPy's answer for the dtype of ``from_`` (an array or tracer: never value-based)."""
+    src = from_ if isinstance(from_, (np.dtype, type, str)) else type_of(as_traceable(
+        from_)).dtype
+    return np.can_cast(src, to, casting=casting)
+
+
+@implements(np.common_type)
+def common_type(*arrays):
+    """The scalar type NumPy's common_type gives for the arrays' dtypes."""
+    return np.common_type(*[np.empty(0, type_of(as_traceable(a)).dtype) for a in arrays])
+
+
+@implements(np.ix_)
+def ix_(*args):
+    """Open-grid index arrays: the k-th 1-D argument reshaped to lie along axis k (a boolean
+    argument stands for its True positions, so it must be concrete)."""
+    out = []
+    n = len(args)
+    for k, a in enumerate(args):
+        a = as_traceable(static_value(a, need=True) if type_of(a).dtype == dtypes.bool_
+                         else a)
+        t = type_of(a)
+        if t.ndim != 1:
+            raise ValueError("Cross index must be 1 dimensional")
+        if t.dtype == dtypes.bool_:
+            if isinstance(a, Tracer):
+                raise UnsupportedError("numpy.ix_ of a traced boolean mask gives a "
+                                       "data-dependent shape; pass integer positions")
+            a = np.nonzero(a)[0]
+        out.append(reshape(a, (1,) * k + (-1,) + (1,) * (n - k - 1)))
+    return tuple(out)
