@@ -246,8 +246,8 @@ def test_concretization_errors_name_user_line():
 def test_non_array_argument_names_its_path():
     with pytest.raises(InputError, match=r"args\[1\]\['k'\].*str"):
         tj.trace(lambda x, d: x)(1.0, {"k": "text"})
-    with pytest.raises(Exception, match="float16"):
-        tj.trace(lambda x: x)(np.ones(2, np.float16))
+    with pytest.raises(Exception, match="longdouble|float128"):
+        tj.trace(lambda x: x)(np.ones(2, np.longdouble))
 
 
 def test_leaked_tracer_is_an_error():

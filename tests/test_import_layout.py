@@ -107,7 +107,7 @@ NUMPY_LAYERS = [
     ("writes", ["intstore", "mutation"]),
     ("composites", ["counting", "einsum", "extra", "factor", "fft", "floatfns", "intercept",
                     "linalg", "nanfuncs", "nonzero", "signal", "sorting", "special",
-                    "special_gamma", "special_incomplete", "bits", "tail"]),
+                    "special_gamma", "special_incomplete", "bits", "tail", "tail_arrays", "ufunc_tail"]),
     ("namespace", [""]),
     ("protocols", ["dispatch"]),
     ("methods", ["methods"]),

@@ -18,16 +18,17 @@ uint8 = np.dtype(np.uint8)
 uint16 = np.dtype(np.uint16)
 uint32 = np.dtype(np.uint32)
 uint64 = np.dtype(np.uint64)
+float16 = np.dtype(np.float16)
 float32 = np.dtype(np.float32)
 float64 = np.dtype(np.float64)
 complex64 = np.dtype(np.complex64)
 complex128 = np.dtype(np.complex128)
 
 INTEGERS = (int8, int16, int32, int64, uint8, uint16, uint32, uint64)
-SUPPORTED = (bool_, *INTEGERS, float32, float64, complex64, complex128)
+SUPPORTED = (bool_, *INTEGERS, float16, float32, float64, complex64, complex128)
 SHORT = {bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64", uint8: "u8",
-         uint16: "u16", uint32: "u32", uint64: "u64", float32: "f32", float64: "f64",
-         complex64: "c64", complex128: "c128"}
+         uint16: "u16", uint32: "u32", uint64: "u64", float16: "f16", float32: "f32",
+         float64: "f64", complex64: "c64", complex128: "c128"}
 # a weak operand raises the kind only: signed and unsigned integers are one level (a Python int
 # next to a uint8 array stays uint8)
 _KIND_ORDER = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
@@ -71,22 +72,14 @@ def sum_dtype(dt) -> np.dtype:
     return uint64 if dt.kind == "u" else dt
 
 
-def float_result(dt, what="") -> np.dtype:
+def float_result(dt) -> np.dtype:
     """The float dtype NumPy's float ufunc loops (sin, sqrt, arctan2, ...) pick for ``dt``: the
-    smallest float that holds it exactly, so int16/uint16 go to float32 and wider ints to
-    float64. int8/uint8 would be float16, which tracejit lacks: a DTypeError, not a silently
-    wider result. (bool, also float16 in NumPy, stays float64 as before narrow integers.)"""
+    smallest float that holds it exactly, so bool, int8 and uint8 go to float16, int16/uint16
+    to float32 and wider ints to float64."""
     dt = np.dtype(dt)
     if dt.kind in "fc":
         return dt
-    if dt.kind == "b":
-        return float64
-    out = np.promote_types(dt, np.float16)
-    if out == np.float16:
-        raise DTypeError(f"numpy{'.' + what if what else ''} of {dt} computes in float16, which "
-                         f"tracejit does not support; convert first, e.g. "
-                         f"x.astype(np.float32)")
-    return out
+    return np.promote_types(dt, np.float16)
 
 
 def real_dtype(dt) -> np.dtype:
@@ -96,7 +89,8 @@ def real_dtype(dt) -> np.dtype:
 
 def complex_dtype(dt) -> np.dtype:
     dt = np.dtype(dt)
-    return {float32: complex64, float64: complex128}.get(dt, complex128 if dt.kind in "biu" else dt)
+    return {float16: complex64, float32: complex64, float64: complex128}.get(
+        dt, complex128 if dt.kind in "biu" else dt)
 
 
 def float_dtype(dt) -> np.dtype:

@@ -273,14 +273,33 @@ def filled(shape, value, dtype):
     return builder.add_eqn(st.broadcast_in_dim_p, [lit], dict(shape=tuple(shape), dims=()))[0]
 
 
-def inexact(x, what=""):
+def inexact(x):
     """``x`` converted to the inexact dtype of NumPy's float ufunc loops
-    (``dtypes.float_result``: bools and ints of 32 bits or more go to float64, 16-bit ints to
-    float32; ``what``, the ufunc, names a refused float16)."""
+    (``dtypes.float_result``: bools and 8-bit ints go to float16, 16-bit ints to float32, wider
+    ints to float64)."""
     t = type_of(x)
     if t.dtype.kind in "fc":
         return x
-    return convert(x, dtypes.float_result(t.dtype, what), t.weak)
+    return convert(x, dtypes.float_result(t.dtype), t.weak)
+
+
+def half_in_float32(fn):
+    """A composite standing for one NumPy float ufunc, computed as NumPy's float16 loop does
+    when the operands promote to float16: converted to float32, ``fn`` on them, each float32
+    result rounded to float16 once (step by step in float16, the composite would round after
+    every step)."""
+    @functools.wraps(fn)
+    def wrapper(*args):
+        if dtypes.float_result(result_type(*args)[0]) != dtypes.float16:
+            return fn(*args)
+        # weak operands (Python scalars) adapt to float32 by themselves
+        out = fn(*[a if type_of(a).weak else convert(a, dtypes.float32) for a in args])
+        return tuple(map(_to_half, out)) if isinstance(out, tuple) else _to_half(out)
+    return wrapper
+
+
+def _to_half(x):
+    return convert(x, dtypes.float16) if type_of(x).dtype == dtypes.float32 else x
 
 
 def normalize_axis(axis, ndim, opname="") -> int:

@@ -27,7 +27,8 @@ from .shape import broadcast_arrays
 __all__ = ["signbit", "copysign", "nextafter", "spacing", "frexp", "ldexp"]
 
 # per float dtype: (its integer dtype, mantissa bits, exponent bias, smallest normal exponent)
-_LAYOUT = {np.dtype(np.float32): (np.dtype(np.int32), 23, 127, -126),
+_LAYOUT = {np.dtype(np.float16): (np.dtype(np.int16), 10, 15, -14),
+           np.dtype(np.float32): (np.dtype(np.int32), 23, 127, -126),
            np.dtype(np.float64): (np.dtype(np.int64), 52, 1023, -1022)}
 
 
@@ -47,7 +48,7 @@ def _float(x, name):
     if dt.kind == "c":
         raise DTypeError(f"ufunc '{name}' not supported for complex input (as in NumPy)")
     if dt.kind != "f":
-        x = x.astype(dtypes.float_result(dt, name))
+        x = x.astype(dtypes.float_result(dt))
     if type_of(x).dtype not in _LAYOUT:
         raise DTypeError(f"{name}: dtype {type_of(x).dtype} is not supported by tracejit")
     return x
@@ -57,7 +58,7 @@ def _float_pair(x1, x2, name):
     from .math import _inexact_pair
     if any(type_of(as_traceable(v)).dtype.kind == "c" for v in (x1, x2)):
         raise DTypeError(f"ufunc '{name}' not supported for complex input (as in NumPy)")
-    x1, x2 = _inexact_pair(x1, x2, name)
+    x1, x2 = _inexact_pair(x1, x2)
     return as_traceable(x1), as_traceable(x2)
 
 
@@ -156,11 +157,31 @@ def spacing(x, /):
     itself), as NumPy's."""
     # piecewise constant in x: no derivative (nextafter(x) - x would carry -dx)
     x = stop_gradient(_float(x, "spacing"))
+    if type_of(x).dtype == dtypes.float16:
+        return _half_spacing(x)
     inf_bits = int(np.asarray(np.inf, type_of(x).dtype).view(_LAYOUT[type_of(x).dtype][0]))
     d = m.subtract(_nextafter_bits(x, _signed_bits(x, inf_bits)), x)
     tiny = _from_bits(np.asarray(1, _LAYOUT[type_of(x).dtype][0]), x)
     d = logic.where(m.equal(x, 0), tiny, logic.where(m.isinf(x), np.nan, d))
     return logic.where(m.isnan(x), x, d)
+
+
+def _half_spacing(x):
+    """NumPy's float16 spacing (``npy_half_spacing``), which differs from its float32/64 one:
+    the result is never negative, a negative power of two gives the spacing below it (toward
+    zero), and only +65504 gives inf."""
+    h = m.bitwise_and(_bits(x).astype(np.int32), 0xFFFF)
+    h_exp = m.bitwise_and(h, 0x7C00)
+    boundary = m.logical_and(m.greater_equal(h, 0x8000),
+                             m.equal(m.bitwise_and(h, 0x03FF), 0))
+    shift = logic.where(boundary, 1, 0)               # one binade lower at negative boundaries
+    top = logic.where(boundary, 0x2C00, 0x2800)       # above: the exponent field minus 10
+    sub = m.left_shift(1, m.subtract(m.right_shift(h_exp, 10), shift + 1))
+    bits = logic.where(m.greater(h_exp, top), m.subtract(h_exp, top),
+                       logic.where(m.greater(h_exp, 0x0400), sub, 1))
+    d = bitcast(bits.astype(np.int16), np.float16)
+    d = logic.where(m.equal(h, 0x7BFF), np.float16(np.inf), d)
+    return logic.where(m.equal(h_exp, 0x7C00), np.float16(np.nan), d)
 
 
 @implements(np.frexp)

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..core import type_of
 from ..errors import DTypeError, UnsupportedError
-from ._base import as_traceable, implements, normalize_axis
+from ._base import as_traceable, half_in_float32, implements, normalize_axis
 
 __all__ = ["fabs", "heaviside", "float_power", "logaddexp2", "isposinf", "isneginf",
            "nan_to_num", "cumulative_sum", "cumulative_prod", "vecdot", "matvec", "vecmat",
@@ -43,8 +43,7 @@ def heaviside(x1, x2, /):
     """0 below zero, 1 above, ``x2`` at zero, NaN for NaN."""
     from .logic import where
     from .math import _inexact_pair, isnan
-    x1, x2 = _inexact_pair(_real_float(x1, "heaviside"), _real_float(x2, "heaviside"),
-                           "heaviside")
+    x1, x2 = _inexact_pair(_real_float(x1, "heaviside"), _real_float(x2, "heaviside"))
     out = where(x1 < 0, 0, where(x1 > 0, 1, x2))
     return where(isnan(x1), x1, out).astype(type_of(x1).dtype)
 
@@ -60,18 +59,19 @@ def float_power(x1, x2, /):
 
 
 @implements(np.logaddexp2)
+@half_in_float32
 def logaddexp2(x1, x2, /):
     """log2(2**x1 + 2**x2) without overflow: max + log1p(2**-|x1 - x2|) / ln 2."""
     from .logic import where
     from .math import (absolute, add, exp2, isnan, log1p, maximum, multiply, negative,
                        subtract)
     from .math import _inexact_pair
-    x1, x2 = _inexact_pair(x1, x2, "logaddexp2")
+    x1, x2 = _inexact_pair(x1, x2)
     if type_of(x1).dtype.kind == "c":
         raise DTypeError("ufunc 'logaddexp2' is not supported for complex operands (as in NumPy)")
     m = maximum(x1, x2)
     d = subtract(x1, x2)
-    r = add(m, multiply(log1p(exp2(negative(absolute(d)))), 1.0 / np.log(2.0)))
+    r = add(m, multiply(log1p(exp2(negative(absolute(d)))), float(1.0 / np.log(2.0))))
     return where(isnan(d), add(x1, x2), r)     # equal infinities: m itself
 
 

@@ -13,7 +13,7 @@ from ..core import Tracer, type_of
 from ..errors import DTypeError, UnsupportedError
 from ..ops import elementwise as ew
 from ._base import (as_traceable, broadcast_shapes, broadcast_to, convert, elementwise, filled,
-                    implements, inexact, python_int_result, result_type, shape_of)
+                    half_in_float32, implements, inexact, python_int_result, result_type, shape_of)
 
 __all__ = []
 
@@ -24,11 +24,11 @@ def _export(fn):
 
 
 def _unary_float(np_fn, prim):
-    """A unary math function: ints promote to the float NumPy's ufunc loops pick (float32 for
-    16-bit ints, float64 for wider ones; see ``dtypes.float_result``)."""
+    """A unary math function: ints promote to the float NumPy's ufunc loops pick (float16 for
+    bools and 8-bit ints, float32 for 16-bit ones, float64 for wider; ``dtypes.float_result``)."""
     @implements(np_fn, name=np_fn.__name__)
     def fn(x, /):
-        return elementwise(prim, np_fn.__name__, inexact(x, np_fn.__name__))
+        return elementwise(prim, np_fn.__name__, inexact(x))
     fn.__name__ = np_fn.__name__
     fn.__doc__ = f"Elementwise {np_fn.__name__}, as numpy.{np_fn.__name__}."
     return _export(fn)
@@ -84,7 +84,7 @@ def _rounding(np_fn, prim):
     def fn(x, /):
         if type_of(x).dtype.kind in "biu":
             # NumPy 2: floor/ceil keep integer (and bool) dtypes; rint goes through a float
-            return x if prim is not ew.round_p else inexact(x, np_fn.__name__)
+            return x if prim is not ew.round_p else inexact(x)
         return elementwise(prim, np_fn.__name__, x)
     fn.__name__ = np_fn.__name__
     return _export(fn)
@@ -105,7 +105,7 @@ def round(x, decimals=0):  # noqa: A001 - NumPy's name
         if decimals != 0:               # NumPy scales by 10**decimals in the bool dtype
             raise DTypeError(f"round(decimals={decimals}) of a bool array is not supported "
                              f"(as in NumPy); convert with .astype(float) first")
-        return convert(x, dtypes.float64, t.weak)   # NumPy: float16; tracejit has no float16
+        return convert(x, dtypes.float16, t.weak)   # as NumPy
     if t.dtype.kind in "iu":
         return x if decimals >= 0 else _round_int(x, 10 ** -decimals)
     if t.dtype.kind == "c":
@@ -174,8 +174,9 @@ __all__.append("conjugate")
 @_export
 @implements(np.angle)
 def angle(z, deg=False):
-    """Argument of a complex number (0 or pi for reals, as NumPy)."""
-    z = inexact(z, "angle")
+    """Argument of a complex number (0 or pi for reals, as NumPy: ``arctan2(0, z)``, where the
+    Python 0 makes bools int64, hence float64)."""
+    z = convert(z, dtypes.float64) if type_of(z).dtype == dtypes.bool_ else inexact(z)
     if dtypes.is_complex(type_of(z).dtype):
         a = arctan2(imag(z), real(z))
     else:
@@ -231,7 +232,7 @@ def _binary(np_fn, prim, *, float_only=False, on_bool=None, on_complex=None):
     @implements(np_fn, name=np_fn.__name__)
     def fn(x1, x2, /):
         if float_only:
-            x1, x2 = _inexact_pair(x1, x2, np_fn.__name__)
+            x1, x2 = _inexact_pair(x1, x2)
         if on_bool is not None or on_complex is not None:
             kind = _promoted(x1, x2)[0].kind
             if kind == "b" and on_bool is not None:
@@ -243,12 +244,12 @@ def _binary(np_fn, prim, *, float_only=False, on_bool=None, on_complex=None):
     return _export(fn)
 
 
-def _inexact_pair(x1, x2, what):
+def _inexact_pair(x1, x2):
     """Both operands in their promoted inexact dtype (ints promote together, then to the float
     of ``dtypes.float_result``, so a weak int next to a float32 array stays float32, as
     NumPy)."""
     dt, weak = _promoted(x1, x2)
-    dt = dtypes.float_result(dt, what)
+    dt = dtypes.float_result(dt)
     return convert(x1, dt, weak), convert(x2, dt, weak)
 
 
@@ -540,9 +541,10 @@ fmin = _nan_ignoring(np.fmin, minimum, False)
 
 @_export
 @implements(np.logaddexp)
+@half_in_float32
 def logaddexp(x1, x2, /):
     """log(exp(x1) + exp(x2)) without overflow: max + log1p(exp(-|x1 - x2|))."""
-    x1, x2 = _inexact_pair(x1, x2, "logaddexp")
+    x1, x2 = _inexact_pair(x1, x2)
     if type_of(x1).dtype.kind == "c":
         raise DTypeError("ufunc 'logaddexp' is not supported for complex operands (as in NumPy)")
     m = maximum(x1, x2)
@@ -589,6 +591,7 @@ def sinc(x, /):
 
 @_export
 @implements(np.deg2rad)
+@half_in_float32
 def deg2rad(x, /):
     x = _real_inexact(x, "deg2rad")
     dt = type_of(x).dtype.type          # NumPy's constant is computed in the operand's precision
@@ -597,6 +600,7 @@ def deg2rad(x, /):
 
 @_export
 @implements(np.rad2deg)
+@half_in_float32
 def rad2deg(x, /):
     x = _real_inexact(x, "rad2deg")
     dt = type_of(x).dtype.type
@@ -607,7 +611,7 @@ def _real_inexact(x, opname):
     """``x`` as a float (``dtypes.float_result``); complex operands raise, as in NumPy."""
     if type_of(x).dtype.kind == "c":
         raise DTypeError(f"ufunc '{opname}' is not supported for complex operands (as in NumPy)")
-    return inexact(x, opname)
+    return inexact(x)
 
 
 radians, degrees = deg2rad, rad2deg

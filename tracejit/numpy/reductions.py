@@ -99,15 +99,23 @@ def _count(shape, axes):
 
 @implements(np.mean)
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
-    """Mean (ints average in float64, as NumPy)."""
+    """Mean (ints average in float64, float16 in float32 rounded to float16, as NumPy)."""
     _no_out(out, where, "mean")
     a = as_traceable(a)
     t = type_of(a)
+    half = dtype is None and t.dtype == dtypes.float16
     if dtype is None:
-        dtype = t.dtype if t.dtype.kind in "fc" else dtypes.float64
+        dtype = dtypes.float32 if half else t.dtype if t.dtype.kind in "fc" else dtypes.float64
     axes = normalize_axes(axis, t.ndim, "mean")
     s = sum(a, axis=axes, dtype=dtype, keepdims=keepdims)
-    return _divide_count(s, _count(t.shape, axes))
+    n = _count(t.shape, axes)
+    if half and type_of(s).ndim == 0:
+        # NumPy's scalar path: float16 of the double quotient (its array path rounds to a
+        # float32 out= array first: _divide_count, then float16)
+        from .math import true_divide
+        return convert(true_divide(convert(s, dtypes.float64), np.int64(n)), dtypes.float16)
+    out = _divide_count(s, n)
+    return convert(out, dtypes.float16) if half else out
 
 
 def _divide_count(s, n):

@@ -25,8 +25,9 @@ from ..mathlib import library as mathlib
 from ..plan import lowering
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
-F32, F64 = ir.FloatType(), ir.DoubleType()
-_REG = {np.dtype(np.bool_): I1, np.dtype(np.float32): F32, np.dtype(np.float64): F64}
+F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
+_REG = {np.dtype(np.bool_): I1, np.dtype(np.float16): F16, np.dtype(np.float32): F32,
+        np.dtype(np.float64): F64}
 for _dt in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"):
     _REG[np.dtype(_dt)] = ir.IntType(8 * np.dtype(_dt).itemsize)
 
@@ -48,6 +49,8 @@ def suffix(ty) -> str:
         return "f64"
     if isinstance(ty, ir.FloatType):
         return "f32"
+    if isinstance(ty, ir.HalfType):
+        return "f16"
     if isinstance(ty, ir.PointerType):
         return "p0"
     return f"i{ty.width}"
@@ -122,7 +125,7 @@ class OpContext:
         return self._const(v.type, value, 1)
 
     def _const(self, scalar_ty, value, lanes):
-        if isinstance(scalar_ty, (ir.FloatType, ir.DoubleType)):
+        if isinstance(scalar_ty, (ir.HalfType, ir.FloatType, ir.DoubleType)):
             value = float(value)
             vkey = struct.pack("<d", value)        # keeps -0.0 and NaN payloads apart
         else:
@@ -359,12 +362,17 @@ def _select(cx, eqn, p, t, f):
 
 def convert_value(cx, x, src, dst):
     """Convert a register value between dtypes (NumPy astype; float->int saturating, NaN->0;
-    an integer widens by its source's signedness and narrows by truncation, i.e. wraps)."""
+    an integer widens by its source's signedness and narrows by truncation, i.e. wraps).
+    float16 goes through float32 (exact one way; the other rounds once, see ``_to_half``)."""
     src, dst = np.dtype(src), np.dtype(dst)
     b = cx.b
-    tt = cx.ty(reg_type(dst))
     if src == dst:
         return x
+    if src == _HALF:
+        x, src = b.fpext(x, cx.ty(F32)), np.dtype(np.float32)
+    if dst == _HALF:
+        return _to_half(cx, x, src)
+    tt = cx.ty(reg_type(dst))
     if dst.kind == "b":
         if src.kind == "f":
             return b.fcmp_unordered("!=", x, cx.like(x, 0.0))
@@ -383,6 +391,31 @@ def convert_value(cx, x, src, dst):
     if dst.itemsize == src.itemsize:
         return x                         # int32 <-> uint32: the same bits
     return b.trunc(x, tt)
+
+
+_HALF = np.dtype(np.float16)
+
+
+def _to_half(cx, x, src):
+    """float16 of ``x``, rounded once to nearest even as NumPy's casts: float32 and narrower
+    values by ``fptrunc`` (integers reach float32 exactly up to 2**24, and anything beyond
+    overflows float16 either way); float64 first to float32 *rounded to odd* (truncate, set
+    the lowest bit if inexact), which keeps the sticky information so that the second rounding
+    to float16 (11 <= 24 - 2 bits) is the correctly rounded float64 -> float16."""
+    b = cx.b
+    if src == np.dtype(np.float64):
+        t = b.fptrunc(x, cx.ty(F32))
+        back = b.fpext(t, x.type)
+        inexact = b.fcmp_ordered("one", back, x)
+        away = b.fcmp_ordered(">", cx.intrinsic("fabs", x.type, [back]),
+                              cx.intrinsic("fabs", x.type, [x]))
+        bits = b.bitcast(t, cx.ty(I32))
+        toward_zero = b.select(away, b.sub(bits, cx.like(bits, 1)), bits)
+        odd = b.bitcast(b.or_(toward_zero, cx.like(bits, 1)), t.type)
+        x = b.select(inexact, odd, t)
+    elif src != np.dtype(np.float32):
+        x = convert_value(cx, x, src, np.dtype(np.float32))
+    return b.fptrunc(x, cx.ty(F16))
 
 
 def _convert(cx, eqn, x):
@@ -447,7 +480,8 @@ EMIT = {
 for _name in lowering.MATH:
     EMIT[_name] = _math(_name)
 assert EMIT.keys() == lowering.ELEMENTWISE, "the planner's names are this table's keys"
-assert _REG.keys() == lowering.NATIVE_DTYPES, "the planner's dtypes are this table's keys"
+assert _REG.keys() == lowering.NATIVE_DTYPES | lowering.STORAGE_DTYPES, \
+    "the planner's dtypes are this table's keys"
 
 # Float primitives whose vector code FastISel selects once constants and callees are hoisted
 # (``OpContext.hoist``): arithmetic and calls (LLVM intrinsics such as sqrt go to SelectionDAG one

@@ -4,7 +4,8 @@ The planner decides which equations run natively before any LLVM IR exists, so t
 needs about the emitters are kept here as names and dtypes:
 
 - ``NATIVE_DTYPES``: the dtypes with a register type (bool, the fixed-width integers, f32, f64);
-  complex values are (re, im) pairs of their real dtype.
+  complex values are (re, im) pairs of their real dtype. ``STORAGE_DTYPES`` (float16) are
+  loaded, stored, ``convert``-ed and bitcast natively only: ``half.py`` rewrites their arithmetic to f32.
 - ``ELEMENTWISE`` / ``COMPLEX``: the primitives with a real / a complex elementwise rule. The
   rule tables themselves (``emit/ops.py`` ``EMIT``, ``emit/complex.py`` ``CEMIT``) check at
   import that their keys are exactly these names, so the planner and the emitter never disagree.
@@ -19,6 +20,7 @@ import numpy as np
 NATIVE_DTYPES = frozenset(np.dtype(d) for d in (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float32", "float64"))
+STORAGE_DTYPES = frozenset((np.dtype("float16"),))
 
 MATH = ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "cbrt", "sin", "cos", "tan",
         "sinh", "cosh", "tanh", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh")
@@ -65,6 +67,8 @@ def lowerable(eqn) -> bool:
         dts = [np.dtype(d) for d in dts]
         if any(d.kind == "c" for d in dts):
             ok = name in COMPLEX and all(d in NATIVE_DTYPES or d.kind == "c" for d in dts)
+        elif name in ("convert", "bitcast_convert"):
+            ok = all(d in NATIVE_DTYPES or d in STORAGE_DTYPES for d in dts)
         else:
             ok = name in ELEMENTWISE and all(d in NATIVE_DTYPES for d in dts)
         ok = _LOWERABLE[key] = bool(ok)

@@ -29,7 +29,8 @@ operand is stored first). A linalg primitive is a ``LinalgStep`` (small real mat
 loops) or a ``LapackStep`` (a call into numpy's LAPACK, when it can be called). Everything
 else is a ``FallbackStep``: the primitive's NumPy impl (control flow: compiled sub-graphs, see
 ``runtime/control_fallback.py``).
-Before partitioning, ``sinkviews.py`` sinks views into producers and ``foldscalars.py`` moves scalar
+Before partitioning, ``sinkviews.py`` sinks views into producers, ``half.py`` rewrites float16
+arithmetic to float32 and ``foldscalars.py`` moves scalar
 factors of product operands onto the products. After partitioning, ``rowfuse.py`` and
 ``epilogue.py`` merge steps (row-wise matvec pairs,
 matmul epilogues) before the execution order is fixed.
@@ -47,6 +48,7 @@ from .epilogue import fuse_epilogues
 from .rowfuse import fuse_rowwise
 from .readers import FuseIndex
 from .foldscalars import fold_scalars
+from .half import widen_half
 from .sinkviews import sink_views
 from .steps import (ARG_PRIMS, FFT_PRIMS, LAPACK_PRIMS, LINALG_PRIMS, REDUCE_PRIMS, ArgStep,
                     ControlStep, EqnStep, FallbackStep, FftStep, LapackStep, LinalgStep, LoopGroup,
@@ -96,8 +98,9 @@ def partition(graph, vector_bytes: int, donated=None, arguments=False, lapack=No
     about the machine planning reads.
     ``donated`` (input index -> output index): inputs whose buffer the caller lets that output
     reuse; ``arguments``: they are the caller's arrays (``Plan.donated``, ``inplace.py``)."""
-    # views of values sunk, scalar factors moved from product operands to their epilogues
-    graph = sink_views(graph)
+    # views of values sunk, scalar factors moved from product operands to their epilogues,
+    # float16 arithmetic written as float32 operations rounded to float16 one by one
+    graph = widen_half(sink_views(graph))
     if config.fold_product_scalars:
         graph = fold_scalars(graph)
     plan = Plan(graph, vector_bytes, donated, arguments, lapack)

@@ -172,7 +172,7 @@ def _slot_type(dt):
     if dt.kind == "c":
         return ir.ArrayType(f32 if dt.itemsize == 8 else f64, 2)
     if dt.kind == "f":
-        return {4: f32, 8: f64}[dt.itemsize]
+        return {2: ir.HalfType(), 4: f32, 8: f64}[dt.itemsize]   # float16: 0-d results only
     return ir.IntType(8 * dt.itemsize)
 
 
