@@ -31,6 +31,7 @@ from .ops import elementwise as ew
 from .ops.control import while_p
 from .ops import structural as st
 from .transforms.roll import roll
+from .transforms.scan_prune import prune_scan
 
 
 class _Subst:
@@ -82,22 +83,24 @@ def dce(graph: Graph) -> Graph:
             and not (e.prim.name in ("take", "scatter") and _index_check(e) in checked)]
     if dead:
         kept, live, _ = _live(graph, {id(e) for e in dead})
-    eqns = [_prune_records(e, live) if e.prim.name == "while_record" else e
+    eqns = [_prune_records(e, live) if e.prim.name == "while_record" else kept[id(e)]
             for e in graph.eqns if id(e) in kept]
     used_consts = [(c, v) for c, v in zip(graph.constvars, graph.constvals) if id(c) in live]
     return graph.replace(eqns=eqns, constvars=tuple(c for c, _ in used_consts),
                          constvals=tuple(v for _, v in used_consts))
 
 
-def _live(graph: Graph, roots: set) -> tuple[set, set, set]:
-    """Ids of the kept equations (those the outputs use, and the equations ``roots``), of the
-    vars they use, and the index checks (``_index_check``) the kept equations make."""
+def _live(graph: Graph, roots: set) -> tuple[dict, set, set]:
+    """The kept equations (those the outputs use, and the equations ``roots``) by id, each
+    mapped to what replaces it (a scan without its unused parts: ``prune_scan``), the ids of
+    the vars they use, and the index checks (``_index_check``) the kept equations make."""
     live = {id(a) for a in graph.outvars if isinstance(a, Var)}
-    kept, checked = set(), set()
+    kept, checked = {}, set()
     for eqn in reversed(graph.eqns):
         if id(eqn) in roots or any(id(v) in live for v in eqn.outvars):
-            kept.add(id(eqn))
-            live.update(id(a) for a in eqn.invars if isinstance(a, Var))
+            new = prune_scan(eqn, live, dce, has_effect) if eqn.prim.name == "scan" else eqn
+            kept[id(eqn)] = new
+            live.update(id(a) for a in new.invars if isinstance(a, Var))
             if eqn.prim.name in ("take", "scatter"):
                 checked.add(_index_check(eqn))
     return kept, live, checked
@@ -510,6 +513,20 @@ def simplify(graph: Graph, inline: bool = True) -> Graph:
         if inline and config.roll_loops and not config.debug_nans:  # (it names equations)
             graph = _roll_rounds(graph)
     return graph
+
+
+ROLL_BEFORE_AD = 256     # primal graphs of at least this many equations are rolled before AD
+
+
+def rolled_primal(graph: Graph) -> Graph:
+    """The graph a derivative is taken of: ``graph`` simplified (call primitives kept: their
+    custom rules) with its chains of repeated copies rolled into scans, when it is large enough
+    to have some; else ``graph`` itself. Differentiating one scan body costs what one copy
+    costs, where the transforms would otherwise walk every copy (and the rolling after AD
+    would then walk the derivative's copies twice over)."""
+    if len(graph.eqns) < ROLL_BEFORE_AD or not config.roll_loops or config.debug_nans:
+        return graph
+    return _roll_rounds(simplify(graph, inline=False))
 
 
 def _roll_rounds(graph: Graph) -> Graph:
