@@ -519,14 +519,16 @@ ROLL_BEFORE_AD = 256     # primal graphs of at least this many equations are rol
 
 
 def rolled_primal(graph: Graph) -> Graph:
-    """The graph a derivative is taken of: ``graph`` simplified (call primitives kept: their
-    custom rules) with its chains of repeated copies rolled into scans, when it is large enough
-    to have some; else ``graph`` itself. Differentiating one scan body costs what one copy
-    costs, where the transforms would otherwise walk every copy (and the rolling after AD
-    would then walk the derivative's copies twice over)."""
+    """The graph a derivative is taken of: ``graph`` with its chains of repeated copies rolled
+    into scans, when it is large enough to have some; else ``graph`` itself. Differentiating one
+    scan body costs what one copy costs, where the transforms would otherwise walk every copy
+    (and the rolling after AD would then walk the derivative's copies twice over). Not
+    simplified first: the derivative is simplified anyway, and a traced loop's copies are
+    alike as traced (measured: rolling the simplified RNN primal took longer, 154 vs 94 ms at
+    T=1000, on top of 126 ms of simplification)."""
     if len(graph.eqns) < ROLL_BEFORE_AD or not config.roll_loops or config.debug_nans:
         return graph
-    return _roll_rounds(simplify(graph, inline=False))
+    return _roll_rounds(graph)
 
 
 def _roll_rounds(graph: Graph) -> Graph:
