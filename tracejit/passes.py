@@ -31,7 +31,7 @@ from .ops import elementwise as ew
 from .ops.control import while_p
 from .ops import structural as st
 from .transforms.roll import roll
-from .transforms.scan_prune import prune_scan
+from .transforms.scan_prune import hoist_invariants, prune_scan
 
 
 class _Subst:
@@ -455,8 +455,43 @@ def inline_calls(graph: Graph) -> Graph:
                        constvals=tuple(v for _, v in consts))
 
 
+def hoist_scans(graph: Graph) -> Graph:
+    """Move what a scan's body computes the same on every step out of the loop
+    (``scan_prune.hoist_invariants``: carries returned unchanged, equations of invariant
+    operands)."""
+    if not any(e.prim.name == "scan" for e in graph.eqns):
+        return graph
+    subst = _Subst()
+    eqns = []
+    for eqn in graph.eqns:
+        eqn = _with_ins(eqn, tuple(subst(a) for a in eqn.invars))
+        moved = hoist_invariants(eqn, _movable) if eqn.prim.name == "scan" else None
+        if moved is None:
+            eqns.append(eqn)
+            continue
+        before, scan, same = moved
+        eqns.extend(before)
+        eqns.append(scan)
+        for i, atom in same.items():
+            out = eqn.outvars[i]
+            subst.set(out, atom if atom.ty == out.ty else Literal(atom.value, out.ty))
+    return _rebuild(graph, eqns, subst)
+
+
+def _movable(eqn: Eqn) -> bool:
+    """Whether a scan body's equation may run once before the loop instead: no sub-graphs,
+    effects or run-time errors, and float results or data movement only (integer division
+    and the like keep their guards' order)."""
+    if eqn.prim.kind == "control" or eqn.prim.props.get("inline") or _may_raise(eqn) or \
+            any(isinstance(v, Graph) for v in eqn.params.values()):
+        return False
+    return eqn.prim.kind == "structural" or \
+        all(v.ty.dtype.kind in "fc" for v in eqn.outvars)
+
+
 PIPELINE = (("inline", inline_calls), ("fold", fold_constants), ("negs", sink_negations),
-            ("identities", simplify_identities), ("cse", cse), ("dce", dce))
+            ("identities", simplify_identities), ("hoist", hoist_scans), ("cse", cse),
+            ("dce", dce))
 # When another round is needed: every pass is a forward walk with substitution, complete in one
 # pass, and each pass's results are seen by the passes after it in the round. So the only work
 # a round can leave behind is for a pass that ran before the change: inline (first) expands

@@ -1,4 +1,5 @@
-"""Dead-code elimination through a ``scan``: the results no one reads leave the loop.
+"""Dead-code elimination through a ``scan`` (the results no one reads leave the loop) and
+loop-invariant code motion out of it (``hoist_invariants``).
 
 A scan rolled out of a traced program or made by differentiating one often returns more than
 is read: the primal loss accumulated in a carry that a gradient does not return, stacked rows
@@ -63,3 +64,47 @@ def _read(graph: Graph) -> set:
     for e in graph.eqns:
         read.update(id(a) for a in e.invars if isinstance(a, Var))
     return read
+
+
+def hoist_invariants(eqn: Eqn, movable):
+    """Loop-invariant code motion for a scan: ``(equations to put before it, the scan, {index
+    of a result: the outer atom it equals})``, or None when there is nothing to move.
+
+    - a carry the body returns unchanged is the initial carry on every step: it becomes a
+      const, and its final value is the initial one (the returned map);
+    - a body equation all of whose operands are consts, literals or results of moved
+      equations computes the same value on every step: it runs once, before the scan, and its
+      results become consts. ``movable(eqn)`` says whether an equation may move (not one that
+      may raise or has an effect: those keep their place and their errors).
+    The values are those the body computed (the same equations on the same operands), so
+    results are bit-identical."""
+    p = eqn.params
+    nk, nc, body = p["n_consts"], p["n_carry"], p["body"]
+    ins, b_in = eqn.invars, body.invars
+    same = [i for i in range(nc) if body.outvars[i] is b_in[nk + i]]
+    outer = {id(v): a for v, a in zip(b_in[:nk], ins[:nk])}
+    outer.update((id(b_in[nk + i]), ins[nk + i]) for i in same)
+    before, kept, moved = [], [], []
+    for e in body.eqns:
+        if all(not isinstance(a, Var) or id(a) in outer for a in e.invars) and movable(e):
+            outs = tuple(Var(v.ty) for v in e.outvars)
+            before.append(Eqn(e.prim, tuple(outer.get(id(a), a) for a in e.invars), outs,
+                              e.params, e.source))
+            outer.update((id(v), o) for v, o in zip(e.outvars, outs))
+            moved.extend(e.outvars)
+        else:
+            kept.append(e)
+    if not same and not before:
+        return None
+    loop = [i for i in range(nc) if i not in same]
+    inner = body.replace(eqns=kept,
+                         outvars=tuple(body.outvars[i] for i in loop) + body.outvars[nc:])
+    read = _read(inner)
+    new_consts = [v for v in (*moved, *(b_in[nk + i] for i in same)) if id(v) in read]
+    b_carry = tuple(b_in[nk + i] for i in loop)
+    inner = inner.replace(invars=b_in[:nk] + tuple(new_consts) + b_carry + b_in[nk + nc:])
+    params = dict(p, body=inner, n_consts=nk + len(new_consts), n_carry=len(loop))
+    scan = Eqn(eqn.prim, ins[:nk] + tuple(outer[id(v)] for v in new_consts) +
+               tuple(ins[nk + i] for i in loop) + ins[nk + nc:],
+               tuple(eqn.outvars[i] for i in loop) + eqn.outvars[nc:], params, eqn.source)
+    return before, scan, {i: ins[nk + i] for i in same}
