@@ -11,7 +11,7 @@ seconds of the whole process (every thread: XLA compiles on several), so that a 
 machine does not inflate them; on one pinned idle core they equal wall time.
 
     python bench/compile_rows.py [--quick]      # prints the table (and the log-log plot to
-                                                # bench/compile_scaling.png with matplotlib)
+                                                # bench/results.png with matplotlib)
 ``bench/run.py --only W12`` adds the rows to bench/results.md.
 """
 from __future__ import annotations
@@ -194,7 +194,8 @@ def plot(points, path) -> bool:
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("traced equations")
-    ax.set_ylabel("first call (s)")
+    ax.set_ylabel("first call (CPU s)")
+    ax.set_title("first call vs graph size (W12)", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -215,8 +216,8 @@ def main():
     for label, t in by_label.items():
         if "jax" in t and "tracejit" in t:
             print(f"{label}: tracejit / jax = {t['tracejit'] / t['jax']:.2f}")
-    if plot(points, os.path.join(os.path.dirname(__file__), "compile_scaling.png")):
-        print("plot: bench/compile_scaling.png")
+    if plot(points, os.path.join(os.path.dirname(__file__), "results.png")):
+        print("plot: bench/results.png")
 
 
 if __name__ == "__main__":

@@ -18,8 +18,9 @@ line is superlinear in the graph size.
 
 Cases: ``rnn`` (the gradient of a 32-unit tanh RNN written as a Python loop, T steps),
 ``chain`` (the gradient of a chain of 25*T elementwise ops), ``jacrev`` (the reverse-mode
-Jacobian of a 100-output function, a loop of T/4 matmul-tanh steps: one vmapped VJP). No cache directory is used, so
-every call compiles. Prints only; nothing is written.
+Jacobian of a 100-output function, a loop of T/4 matmul-tanh steps: one vmapped VJP), ``random``
+(W12's random elementwise/matmul graph of T operations, no derivative). No cache directory is
+used, so every call compiles. Prints only; nothing is written.
 """
 from __future__ import annotations
 
@@ -75,7 +76,13 @@ def jacrev_case(T):
     return tj.jacrev(f), (x,)
 
 
-CASES = {"rnn": rnn_case, "chain": chain_case, "jacrev": jacrev_case}
+def random_case(n):
+    import tracejit as tj
+    from compile_rows import random_args, random_graph    # bench row W12's random graph
+    return tj.jit(random_graph(np, n)), random_args()
+
+
+CASES = {"rnn": rnn_case, "chain": chain_case, "jacrev": jacrev_case, "random": random_case}
 
 
 # ---------------------------------------------------------------------------------------------

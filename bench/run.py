@@ -498,10 +498,12 @@ def w11(quick):
 
 
 def w12(quick):
-    """First call against graph size (compile scaling): bench/compile_rows.py."""
+    """First call against graph size (compile scaling): bench/compile_rows.py; its log-log plot
+    goes to bench/results.png (with matplotlib)."""
     import compile_rows
-    compile_rows.measure(quick, lambda case, impl, lo, med: ROWS.append(("W12", case, impl, lo,
-                                                                          med)), NOTES.append)
+    points = compile_rows.measure(quick, lambda case, impl, lo, med: ROWS.append(
+        ("W12", case, impl, lo, med)), NOTES.append)
+    compile_rows.plot(points, os.path.join(os.path.dirname(__file__), "results.png"))
 
 
 # W13 -----------------------------------------------------------------------------------------
@@ -848,7 +850,7 @@ def main():
         print(f"{name} done in {time.time() - t0:.1f}s", file=sys.stderr)
     here = os.path.dirname(__file__)
     by_case = write_results(os.path.join(here, "results.md"))
-    chart(by_case, os.path.join(here, "results.png"))
+    chart(by_case, os.path.join(here, "speedups.png"))
     print(open(os.path.join(here, "results.md")).read())
 
 

@@ -58,3 +58,45 @@ def test_second_call_does_not_wait_for_a_background_compile():
         third = f(x)
     assert len(f.specializations()) == 1
     assert third.tobytes() == first.tobytes()
+
+
+def test_calls_during_a_real_slow_hot_compile(monkeypatch):
+    """A real tier-up, made slow: the hot tier's ``compile_ir`` holds LLVM's lock for ``HOLD``
+    seconds before compiling. Calls of the signature being tiered up (its native entry was
+    built by then, and its countdown is spent) and of another compiled function return
+    meanwhile, with the base tier's bits; once the compile ends the hot kernel gives the
+    same bits."""
+    monkeypatch.setattr(tiers, "HOT_AFTER_NS", 1.0)
+    started, release = threading.Event(), threading.Event()
+    compile_ir = jit.compile_ir
+
+    def slow_compile(*args, **kwargs):
+        if threading.current_thread().name == "tracejit-hot-tier":
+            with jit._llvm_lock():
+                started.set()
+                release.wait(HOLD)
+        return compile_ir(*args, **kwargs)
+    monkeypatch.setattr(jit, "compile_ir", slow_compile)
+    x = np.random.default_rng(5).standard_normal(2000)
+    g = tj.jit(lambda x: x * 3.0 - 1.0)
+    with tj.test_util.using_config(hot_tier=False):
+        want_g = g(x)                   # g never tiers up
+        g(x)                            # g's native entry
+    f = tj.jit(lambda x: np.tanh(x) * 2.0 + np.exp(-x * x))
+    want = f(x)                         # the first call spends the countdown: queued
+    try:
+        assert started.wait(60), "the hot compile did not start"
+        t0 = time.perf_counter()
+        outs = [(f(x), g(x)) for _ in range(20)]
+        took = time.perf_counter() - t0
+        busy = tiers.compiling()
+    finally:
+        release.set()
+    assert busy, "the slow compile ended before the calls returned"
+    assert took < HOLD / 5, f"20 calls took {took:.2f} s: they waited for the hot compile"
+    for out_f, out_g in outs:
+        assert out_f.tobytes() == want.tobytes()
+        assert out_g.tobytes() == want_g.tobytes()
+    assert tiers.wait_hot_compiles(120)
+    assert f.lower(x).executable.tier == "hot"
+    assert f(x).tobytes() == want.tobytes()

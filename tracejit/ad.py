@@ -57,7 +57,7 @@ from .config import config
 from .core import Tracer, current_builder, eval_graph, literal_value, make_graph
 from .errors import InputError
 from .ir import Type
-from .passes import simplify
+from .passes import rolled_primal, simplify
 from .transforms.jvp import jvp_eval, jvp_graph
 from .transforms.partial_eval import eval_linear, partial_eval
 from .transforms.transpose import transpose_graph
@@ -108,8 +108,9 @@ class _Staged:
         simplified with it (once, with the rest of that graph), and ``run`` simplifies what it
         compiles."""
         if self._lin is None:
-            with compiler_stage("the JVP transform", self.graph):
-                jg, _ = jvp_graph(self.graph, self.diff)
+            primal = rolled_primal(self.graph)
+            with compiler_stage("the JVP transform", primal):
+                jg, _ = jvp_graph(primal, self.diff)
             jg = simplify(jg, inline=False)
             with compiler_stage("partial evaluation (reverse mode)", jg):
                 self._lin = partial_eval(jg, len(self.graph.invars), len(self.graph.outvars),

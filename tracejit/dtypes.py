@@ -5,6 +5,8 @@ A weak type comes from a Python scalar: it adopts the kind-compatible dtype of t
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .errors import DTypeError
@@ -106,6 +108,14 @@ def promote(*typed) -> tuple[np.dtype, bool]:
     (bool < int < float < complex), then takes the default precision of that kind unless a strong
     operand of that kind exists already.
     """
+    try:
+        return _promote(tuple(typed))
+    except TypeError:                   # an unhashable dtype-like: not cached
+        return _promote.__wrapped__(tuple(typed))
+
+
+@functools.lru_cache(maxsize=4096)      # every traced elementwise op asks
+def _promote(typed) -> tuple[np.dtype, bool]:
     strong = [np.dtype(d) for d, w in typed if not w]
     weak = [np.dtype(d) for d, w in typed if w]
     if not strong:

@@ -30,7 +30,9 @@ def _is_internal(filename: str) -> bool:
     return known
 
 
-_internal_code: dict = {}  # code object -> bool: one dict probe per frame on the hot path
+# code object -> its file's base name, or "" when internal: one dict probe per frame on the
+# hot path (every traced equation)
+_internal_code: dict = {}
 
 
 def user_location() -> str | None:
@@ -39,13 +41,14 @@ def user_location() -> str | None:
     cache = _internal_code
     while frame is not None:
         code = frame.f_code
-        internal = cache.get(code)
-        if internal is None:
+        name = cache.get(code)
+        if name is None:
             if len(cache) > 4096:            # code made by exec/compile must not pile up
                 cache.clear()
-            internal = cache[code] = _is_internal(code.co_filename)
-        if not internal:
-            return f"{os.path.basename(code.co_filename)}:{frame.f_lineno}"
+            name = cache[code] = "" if _is_internal(code.co_filename) else \
+                os.path.basename(code.co_filename)
+        if name:
+            return f"{name}:{frame.f_lineno}"
         frame = frame.f_back
     return None
 
