@@ -39,20 +39,10 @@ SIZES = {
 
 _CONTROL = "Python control flow (if/while) on a traced value"
 XFAIL = {
-    "azimint_naive": (ConcretizationError,
-                      "data[mask] with a traced mask (data-dependent shape)"),
-    "mandelbrot1": (ConcretizationError, "Z[I] with a traced mask (data-dependent shape)"),
+    # x[mask] selections (numpy/selection.py) cover elementwise use, reductions and stores; the
+    # compaction Z = Z[I] that later iterations use as an array of its own length cannot be
     "mandelbrot2": (ConcretizationError, "N_[Xi[I], Yi[I]] = i + 1 with a traced mask I "
                                          "(data-dependent shape)"),
-    "nbody": (ConcretizationError, "x[x > 0] with a traced mask (data-dependent shape)"),
-    # a compiled function has static shapes: the error names the mask formulation instead
-    "spmv": (ConcretizationError,
-             "slice bounds read from a traced array (A_col[A_row[i]:A_row[i + 1]]): a "
-             "data-dependent length"),
-    # np.ndarray is a type: replacing it while tracing (as np.empty is) would change
-    # type(a) is np.ndarray and isinstance for every thread; the error says to use np.empty
-    "vadv": (ConcretizationError, "np.ndarray(shape) is a NumPy array: traced values cannot be "
-                                  "stored into it (np.empty would be traced)"),
 }
 
 

@@ -35,6 +35,7 @@ from .config import _on_code_change, config
 from .core import Tracer, current_builder, make_graph
 from .errors import ConcretizationError, InputError, numpy_shape_from_tracer
 from .ir import Graph
+from .numpy import aliases
 from .passes import simplify
 from .signature import Learned, Signature, explain, hashable, leaf_type, pretty_path
 
@@ -49,12 +50,22 @@ class CacheInfo(NamedTuple):
     currsize: int
 
 
+def _conversion_helps(exc) -> bool:
+    """Whether tracing again with the function converted by autograph may work: Python branched
+    on a traced value, or a traced value was stored into an array NumPy made (converted code
+    makes the arrays of ``np.ndarray(shape)`` traced). NumPy reports the tracer's error as the
+    cause of its own ("setting an array element with a sequence")."""
+    return getattr(exc, "control_flow", False) or \
+        getattr(exc.__cause__, "control_flow", None) is not None
+
+
 class Outputs(NamedTuple):
     """A trace's output structure: the function's pytree, then the written-back arguments."""
     tree: Any
     writes: "WriteBack | None"
     arrays0d: frozenset = frozenset()    # positions of 0-d outputs NumPy returns as arrays
     values: frozenset = frozenset()      # Python-scalar argument leaves whose values it used
+    aliases: tuple = ()                  # the signature's alias pattern (numpy/aliases.py)
 
 
 class WriteBack:
@@ -73,9 +84,12 @@ class WriteBack:
         self.leaves, self.n_out, self.aliases = leaves, n_out, aliases
         self.contiguous = contiguous
         self.names = [f"leaf {i}" for i in range(max(leaves + contiguous) + 1)]
+        self.members = {}     # a root of shared memory (aliases.py) -> the leaves it holds
 
     @classmethod
-    def of(cls, tracers, before, out_leaves, builder) -> "WriteBack | None":
+    def of(cls, tracers, before, out_leaves, builder, views=None) -> "WriteBack | None":
+        """What a trace wrote: ``tracers`` are the graph's inputs, ``views`` {leaf: (the view
+        the function received, the input of its root)} for arguments sharing memory."""
         written = tuple(i for i, t in enumerate(tracers) if t.irvar is not before[i])
         # NumPy's reshape of an argument is a view or a copy depending on its memory layout;
         # the trace took arguments as C-contiguous, which only matters when something is written
@@ -91,6 +105,9 @@ class WriteBack:
             return None
         aliases = tuple((k, i) for k, o in enumerate(out_leaves) for i in written
                         if o is tracers[i])
+        aliases += tuple((k, i) for k, o in enumerate(out_leaves)
+                         for i, (view, root) in (views or {}).items()
+                         if o is view and root in written)
         return cls(written, len(out_leaves), aliases, contiguous)
 
     def pairs(self) -> tuple:
@@ -116,8 +133,8 @@ class WriteBack:
                 raise ValueError(f"assignment destination is read-only: the traced function "
                                  f"writes into argument {self.names[i]}, a read-only array")
             for j, y in enumerate(leaves):
-                if j != i and isinstance(y, np.ndarray) and np.may_share_memory(x, y) and \
-                        np.shares_memory(x, y):
+                if j != i and j not in self.members.get(i, ()) and isinstance(y, np.ndarray) \
+                        and np.may_share_memory(x, y) and np.shares_memory(x, y):
                     raise InputError(
                         f"arguments {self.names[i]} and {self.names[j]} share memory and the "
                         f"traced function writes into {self.names[i]}: tracejit compiles "
@@ -182,6 +199,11 @@ class Compiled:
         self.writes = out_tree.writes
         self.arrays0d = out_tree.arrays0d
         self.value_leaves = out_tree.values   # valid only for those arguments' values
+        self.alias_pattern = out_tree.aliases
+        if self.writes and self.alias_pattern:
+            n = len(graph.invars) - len(self.alias_pattern)
+            self.writes.members = {n + g: {leaf for leaf, _, _ in members}
+                                   for g, (_, _, members) in enumerate(self.alias_pattern)}
         self.backend = backend
         self.executable, self.objects = _compile_with_objects(graph, backend, trusted)
         self._sealed = None
@@ -191,6 +213,8 @@ class Compiled:
         self.range_facts = frozenset()
 
     def __call__(self, leaves):
+        if self.alias_pattern:            # the roots of the memory arguments share
+            leaves = list(leaves) + aliases.spans(leaves, self.alias_pattern)
         if self.writes:
             self.writes.check(leaves)
         # (a Python int beyond int64 is passed to the function as a value, never read here)
@@ -218,7 +242,7 @@ class Compiled:
             leaves=tuple(w.leaves), n_out=w.n_out, aliases=tuple(w.aliases),
             contiguous=tuple(w.contiguous), names=tuple(w.names))
         outputs = dict(tree=self.out_tree, writes=writes, arrays0d=self.arrays0d,
-                       values=self.value_leaves)
+                       values=self.value_leaves, aliases=self.alias_pattern)
         return Entry(variant, sig, self.backend, self.graph, outputs, self.range_facts,
                      self._sealed)
 
@@ -236,7 +260,8 @@ class Compiled:
             w = o["writes"]
             writes = WriteBack(list(w["leaves"]), w["n_out"], w["aliases"], w["contiguous"])
             writes.names = list(w["names"])
-        out = Outputs(o["tree"], writes, frozenset(o["arrays0d"]), frozenset(o["values"]))
+        out = Outputs(o["tree"], writes, frozenset(o["arrays0d"]), frozenset(o["values"]),
+                      tuple(o.get("aliases", ())))
         compiled = cls(entry.graph, entry.graph, out, entry.backend, trusted)
         compiled.range_facts = frozenset(entry.range_facts)
         return compiled
@@ -247,7 +272,7 @@ class Compiled:
         from .backend.runtime import pyabi
         from .backend.runtime.executable import _raise
         if self.backend != "llvm" or not getattr(self.executable, "entry_ok", False) or \
-                self.range_facts or self.value_leaves:
+                self.range_facts or self.value_leaves or self.alias_pattern:
             return None
         # 0-d arrays NumPy returns as arrays: only the caller's own arrays (written, aliased)
         if self.arrays0d - {k for k, _ in (self.writes.aliases if self.writes else ())}:
@@ -404,7 +429,9 @@ class Traced:
             sig = call_sig
         out_tree_box = []
 
-        def flat_fun(*tracers):
+        def flat_fun(*inputs):
+            # one input per argument leaf, then the roots of the memory arguments share
+            tracers, roots = inputs[:len(sig.types)], inputs[len(sig.types):]
             for i in sig.scalars:
                 tracers[i].frozen = True
             builder = current_builder()
@@ -415,7 +442,10 @@ class Traced:
                         passed[i] = x
                     else:
                         builder.know_input(t.irvar, x, i)
-            before = [t.irvar for t in tracers]
+            views = aliases.member_views(roots, sig.types, sig.aliases)
+            for i, v in views.items():
+                passed[i] = v
+            before = [t.irvar for t in inputs]
             full, kw = self._rebuild_args(args, kwargs, sig, passed)
             ranges = sig.int_ranges or (None,) * len(tracers)
             with intrange.arguments(tracers, ranges, call_leaves) as used:
@@ -433,25 +463,39 @@ class Traced:
             if facts is not None:
                 facts.append(used)
             leaves, out_tree = tree.flatten(out)
-            writes = WriteBack.of(tracers, before, leaves, builder)
+            n = len(tracers)
+            writes = WriteBack.of(inputs, before, leaves, builder,
+                                  {i: (v, n + g) for g, (_, _, members) in
+                                   enumerate(sig.aliases) for i, _, _ in members
+                                   for v in [views[i]]})
             if writes:
-                writes.names = [pretty_path(p, self._sig) for p in tree.leaf_paths(sig.treedef)]
+                names = [pretty_path(p, self._sig) for p in tree.leaf_paths(sig.treedef)]
+                writes.names = names + [
+                    "the memory shared by " + " and ".join(names[i] for i, _, _ in members)
+                    for _, _, members in sig.aliases]
             arrays0d = frozenset(k for k, o in enumerate(leaves) if isinstance(o, Tracer) and
                                  o.ndim == 0 and o.frozen is False)
-            out_tree_box.append(Outputs(out_tree, writes, arrays0d, frozenset(builder.needed)))
-            return leaves + [tracers[i] for i in writes.leaves] if writes else leaves
+            out_tree_box.append(Outputs(out_tree, writes, arrays0d, frozenset(builder.needed),
+                                        sig.aliases))
+            if not writes:
+                return leaves
+            # an output that is a written argument is the caller's array (write_back): the
+            # graph returns a 0-d placeholder there instead of a copy of the new value
+            for k, i in writes.aliases:
+                leaves[k] = builder.constant(np.zeros((), leaves[k].dtype))
+            return leaves + [inputs[i] for i in writes.leaves]
 
         if count:
             with _cache_lock:
                 self._traces += 1
+        types = tuple(sig.types) + tuple(aliases.root_types(sig.aliases))
         try:
-            graph, captured = make_graph(flat_fun, sig.types)
-        except ConcretizationError as exc:
-            if not (getattr(exc, "control_flow", False) and config.autograph) or \
-                    self._autograph:
+            graph, captured = make_graph(flat_fun, types)
+        except (ConcretizationError, ValueError, TypeError) as exc:
+            if not (_conversion_helps(exc) and config.autograph) or self._autograph:
                 raise
             self._autograph = True     # Python branched on a traced value: convert it, again
-            graph, captured = make_graph(flat_fun, sig.types)
+            graph, captured = make_graph(flat_fun, types)
         assert not captured
         outputs = out_tree_box[0]
         if outputs.writes:
@@ -513,6 +557,12 @@ class Traced:
             remember.append(learn)
         for learn in remember:
             learn()
+        if entry.writes and not sig.aliases:
+            # a written argument sharing memory with another: traced as views of one array
+            pattern = aliases.pattern(leaves, entry.writes.leaves, entry.writes.names)
+            if pattern:
+                sig = sig._replace(aliases=pattern)
+                entry, specialize = self._entry(args, kwargs, sig, hit=True)
         if specialize:
             self._specialize(entry, sig)
         if entry.value_leaves and not sig.values:      # keyed by value since this call

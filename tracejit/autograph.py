@@ -54,6 +54,7 @@ from .autograph_control import (Undefined, for_stmt, if_return, if_stmt,  # noqa
                                 is_traced_bool, pred_of, range_, while_stmt)
 from .config import config
 from .core import Tracer
+from .numpy import intercept
 
 _active: contextvars.ContextVar = contextvars.ContextVar("tracejit_autograph", default=False)
 # variable name -> why a converted construct left it unassigned (explains an UnboundLocalError)
@@ -80,7 +81,12 @@ def enabled(on: bool = True):
 # --- running converted code ------------------------------------------------------------------
 
 def call(fn, *args, **kwargs):
-    """``fn(*args, **kwargs)``, with ``fn`` converted when conversion is on and it is user code."""
+    """``fn(*args, **kwargs)``, with ``fn`` converted when conversion is on and it is user code;
+    ``np.ndarray(shape)`` makes a traced array (intercept.traced_ndarray)."""
+    if fn is np.ndarray:
+        out = intercept.traced_ndarray(*args, **kwargs)
+        if out is not None:
+            return out
     if _active.get() and config.autograph:
         conv = converted(fn)
         if conv is not None:

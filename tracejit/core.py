@@ -138,13 +138,18 @@ class Tracer:
         return f"Tracer<{self.irvar.ty}>"
 
     # values that need concrete data ------------------------------------------------------------
-    def _concrete(self, what, instead):
+    def _concrete(self, what, instead, control_flow=False):
+        """The known value, else ConcretizationError; ``control_flow``: api.Traced traces
+        again with the function converted by autograph (which also makes the arrays of
+        ``np.ndarray(shape)`` calls traced: a store into one is what fails here)."""
         value = self.known(need=True)
         if value is not None:
             return value
-        raise ConcretizationError(
+        e = ConcretizationError(
             f"{what} needs a concrete value, but this is a traced array {self.irvar.ty} whose value "
             f"is only known when the compiled function runs. {instead}")
+        e.control_flow = control_flow
+        raise e
 
     def __bool__(self):
         try:
@@ -197,11 +202,11 @@ class Tracer:
             "array)", _scipy_hint() + "Use tracejit.numpy (or plain NumPy functions, which "
             "dispatch to tracejit on tracers) instead of forcing a concrete array; to store traced values into an "
             "array, create it inside the function with np.zeros/np.empty/np.array (which trace; "
-            "np.ndarray(shape) does not: it is NumPy's type, which is not replaced while "
-            "tracing) "
+            "so does np.ndarray(shape) in code whose source tracejit reads and converts) "
             "or update it functionally with x.at[idx].set(v). To index a NumPy array c with "
             "traced indices, write np.array(c)[i] in the function (it traces) or "
-            "tracejit.numpy.take(c, i): c[i] asks NumPy, which needs concrete indices."))
+            "tracejit.numpy.take(c, i): c[i] asks NumPy, which needs concrete indices.",
+            control_flow=True))
         # a copy: writing into the result must not change the trace's constant
         return np.array(value, dtype=dtype, copy=True)
 

@@ -68,6 +68,9 @@ class Signature(NamedTuple):
     # the Python ints and bools are passed to the function as Python values (static), after
     # the trace with them traced failed (code that needs a real int: isinstance, == "str")
     pinned: bool = False
+    # arguments sharing memory with a written one: numpy/aliases.py's pattern (groups traced
+    # as views of one root), set only for calls whose arguments do (see Traced._python_call)
+    aliases: tuple = ()
 
 
 def value_key(x):
@@ -196,4 +199,7 @@ def explain(old: Signature, new: Signature, sig) -> str:
         diffs = [f"{pretty_path(p, sig)} changed from a {a} to a {b}" for p, a, b in
                  zip(paths, old.int_ranges or (None,) * len(paths),
                      new.int_ranges or (None,) * len(paths)) if a != b]
+    if not diffs and old.aliases != new.aliases:
+        diffs = ["the arguments that share memory with a written one changed (traced as views "
+                 "of one array: numpy/aliases.py)"]
     return "; ".join(diffs) or "cache entry evicted (LRU)"

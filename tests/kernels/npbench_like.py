@@ -1426,6 +1426,73 @@ def init_vadv(I=6, J=5, K=8):
     return utens_stage, u_stage, wcon, u_pos, utens, dtr_stage
 
 
+# --------------------------------------------------------------------------------------------
+# Patterns of the suite that tracejit reproduces since issue 12 (our own kernels, same style)
+# --------------------------------------------------------------------------------------------
+
+def threshold_relax(TSTEPS, u, thresh):
+    """Masked reads, stores and in-place updates with masks computed from the data."""
+    energy = np.empty(TSTEPS, dtype=u.dtype)
+    peak = np.zeros(TSTEPS)
+    for t in range(TSTEPS):
+        hot = u > thresh
+        u[hot] -= 0.5 * (u[hot] - thresh)
+        u[u < 0.2] = u[u < 0.2] * 2.0 + 0.05
+        energy[t] = u[hot].sum()
+        peak[t] = u[u > 0].max() - u[hot].mean()
+    return energy, peak
+
+
+def init_threshold_relax(TSTEPS=4, N=9):
+    rng = _rng()
+    return TSTEPS, rng.random((N, N)), 0.6
+
+
+def segment_stats(offsets, values, weights):
+    """Reductions over segments whose bounds are read from an array (CSR rows)."""
+    n = offsets.size - 1
+    means = np.zeros(n)
+    dots = np.empty(n)
+    for i in range(n):
+        seg = values[offsets[i]:offsets[i + 1]]
+        w = weights[offsets[i]:offsets[i + 1]]
+        dots[i] = seg @ w
+        means[i] = (seg * w).sum() / (w.sum() + 1.0)
+    values[offsets[1]:offsets[2]] *= 2.0
+    return means, dots
+
+
+def init_segment_stats(N=7, NNZ=20):
+    rng = _rng()
+    cuts = np.sort(rng.integers(0, NNZ + 1, N - 1))
+    offsets = np.concatenate(([0], cuts, [NNZ])).astype(np.int32)   # (empty rows included)
+    return offsets, rng.random(NNZ), rng.random(NNZ)
+
+
+def thomas_scratch(a, b, c, d):
+    """A tridiagonal solve with np.ndarray(shape) scratch buffers, written back into d."""
+    n = d.shape[0]
+    cp = np.ndarray(n, dtype=d.dtype)
+    dp = np.ndarray(d.shape, dtype=d.dtype)
+    cp[0] = c[0] / b[0]
+    dp[0] = d[0] / b[0]
+    for i in range(1, n):
+        m = b[i] - a[i] * cp[i - 1]
+        cp[i] = c[i] / m
+        dp[i] = (d[i] - a[i] * dp[i - 1]) / m
+    x = np.ndarray(d.shape, dtype=d.dtype)
+    x[-1] = dp[-1]
+    for i in range(n - 2, -1, -1):
+        x[i] = dp[i] - cp[i] * x[i + 1]
+    d[:] = x
+    return x
+
+
+def init_thomas_scratch(N=8, M=3):
+    rng = _rng()
+    return rng.random(N), rng.random(N) + 3.0, rng.random(N), rng.random((N, M))
+
+
 NAMES = [
     "adi", "arc_distance", "atax", "azimint_hist", "azimint_naive", "bicg", "cavity_flow",
     "channel_flow", "cholesky", "cholesky2", "compute", "contour_integral", "conv2d_bias",
@@ -1434,7 +1501,7 @@ NAMES = [
     "jacobi_1d", "jacobi_2d", "k2mm", "k3mm", "lenet", "lu", "ludcmp", "mandelbrot1",
     "mandelbrot2", "mlp", "mvt", "nbody", "nussinov", "resnet", "scattering_self_energies",
     "seidel_2d", "softmax", "spmv", "stockham_fft", "symm", "syr2k", "syrk", "trisolv", "trmm",
-    "vadv",
+    "vadv", "threshold_relax", "segment_stats", "thomas_scratch",
 ]
 
 KERNELS = {name: (globals()[name], globals()["init_" + name]) for name in NAMES}

@@ -20,7 +20,15 @@ def _namespace():
     return tnp
 
 
+def _selection_among(values) -> bool:
+    """Whether an operand is a selection (x[mask] of a traced mask, numpy/selection.py): NumPy
+    then calls the selection's own protocol method."""
+    return any(getattr(type(v), "_tj_selection", False) for v in values)
+
+
 def array_ufunc(ufunc, method, inputs, kwargs):
+    if _selection_among(inputs):
+        return NotImplemented
     tnp = _namespace()
     name = _UFUNC_ALIASES.get(ufunc.__name__, ufunc.__name__)
     out = kwargs.pop("out", None)
@@ -80,6 +88,8 @@ def _into(ufunc, method, inputs, kwargs, out):
 
 
 def array_function(func, args, kwargs):
+    if _selection_among(args) or _selection_among(kwargs.values()):
+        return NotImplemented
     module = getattr(func, "__module__", "numpy") or "numpy"
     public = "numpy" if module.startswith("numpy._core") or module == "numpy" else module
     namespace = _namespace() if public == "numpy" else \

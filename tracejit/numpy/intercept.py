@@ -201,6 +201,18 @@ def _wrapper(name):
 _WRAPPERS = {name: _wrapper(name) for name in CREATION}
 
 
+def traced_ndarray(shape, dtype=float, buffer=None, offset=0, strides=None, order=None):
+    """``np.ndarray(shape, dtype)`` called from converted code (autograph.call) while tracing: a
+    traced array of uninitialised values, as np.empty. The type itself is never replaced (that
+    would change ``type(a) is np.ndarray`` and pickling for every thread); a call of it is,
+    where autograph rewrote the calls of a traced function. None (NumPy's own array) for the
+    other forms (over a buffer, with strides)."""
+    if current_builder() is None or buffer is not None or strides is not None or \
+            not _c_order(order):
+        return None
+    return _zeros(shape, dtype)
+
+
 # NumPy's random numbers while tracing ---------------------------------------------------------
 # ``np.random.normal(size=3)`` in a traced function runs once, while tracing: its sample becomes
 # a constant of the compiled code and every call returns the same "random" numbers. So while a

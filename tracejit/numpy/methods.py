@@ -19,6 +19,7 @@ from ._base import convert
 # (not ``from . import shape, nonzero``: imported after the namespace, those names are its
 # functions np.shape and np.nonzero)
 from .nonzero import nonzero
+from .selection import Selection
 from .shape import ravel, repeat
 
 
@@ -178,6 +179,22 @@ _PROPERTIES = {
     "nbytes": lambda self: self.size * self.dtype.itemsize,
     "flat": None,
 }
+
+def _defer_to_selection(fn):
+    """A binary operator that leaves a selection operand (``x[mask]`` of a traced mask: see
+    selection.py) to the selection's reflected operator, which knows its length is unknown."""
+    def method(self, other):
+        if isinstance(other, Selection):
+            return NotImplemented
+        return fn(self, other)
+    method.__name__ = getattr(fn, "__name__", "operator")
+    return method
+
+
+for _name in [n for n in _METHODS if n.startswith("__r") or n[2:-2] in (
+        "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor",
+        "lshift", "rshift", "eq", "ne", "lt", "le", "gt", "ge")]:
+    _METHODS[_name] = _defer_to_selection(_METHODS[_name])
 
 _INPLACE = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
             "pow": "**", "matmul": "@", "and": "&", "or": "|", "xor": "^", "lshift": "<<",

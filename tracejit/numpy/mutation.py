@@ -27,7 +27,7 @@ from .. import dtypes
 from ..core import Tracer, static_value, type_of
 from ..errors import ConcretizationError, TracerError, UnsupportedError
 from ..ops import elementwise as ew
-from . import indexing, intrange, intstore, math, products
+from . import indexing, intrange, intstore, math, products, selection
 from . import shape as shp
 from ._base import convert, is_scalar
 
@@ -152,8 +152,14 @@ def setitem(self, idx, v):
             "x[mask] = v where v shares memory with x: NumPy copies a boolean-mask assignment "
             "element by element without buffering, so its result depends on the overlap "
             "(every other write buffers); write x[mask] = v.copy() for the buffered result")
-    if isinstance(v, Tracer) and is_scalar(v) or not isinstance(v, (Tracer, np.ndarray)):
+    selected = isinstance(v, selection.Selection)
+    if not selected and (isinstance(v, Tracer) and is_scalar(v) or
+                         not isinstance(v, (Tracer, np.ndarray))):
         v = intstore.store_scalar(v, self.dtype)
+    if selected or isinstance(selection.index_part(idx), (slice, selection.Selection)):
+        # (x[mask] = y[mask] * 2, x[a:b] = v with traced bounds: see selection.py)
+        assign(self, selection.store(value(self), selection.store_mask(self, idx), v))
+        return
     assign(self, indexing.update(value(self), idx, v, "set"))
 
 
@@ -202,8 +208,12 @@ def inplace(fn, symbol):
     """``x op= v``: NumPy writes the result into x (keeping x's dtype and shape); a scalar is
     immutable, so there it rebinds (``s op= v`` is ``s = s op v``)."""
     def method(self, other):
+        if isinstance(other, selection.Selection) and not is_scalar(self):
+            raise ConcretizationError(
+                f"x {symbol}= y[mask] writes values of a data-dependent length into x; "
+                f"write x[mask] {symbol}= ... (the same mask on both sides) or use numpy.where")
         out = fn(self, other)
-        if is_scalar(self):
+        if out is NotImplemented or is_scalar(self):
             return out
         check_writeable(self)               # NumPy's first error, before the shape and cast
         if out.shape != self.shape:
@@ -289,7 +299,15 @@ def _same_layout_view(a, out):
 # the view functions ------------------------------------------------------------------------------
 
 def view_getitem(self, idx):
-    """``x[idx]``: basic indexing (ints, slices, None, ...) is a view of x, the rest a copy."""
+    """``x[idx]``: basic indexing (ints, slices, None, ...) is a view of x, the rest a copy;
+    a traced mask or traced slice bounds give a selection (a copy, of data-dependent length)."""
+    part = selection.index_part(idx)
+    if isinstance(part, selection.Selection):
+        return selection.gather(self, part)
+    if isinstance(part, slice):
+        return selection.dynamic_slice(value(self), part)
+    if part is not None:
+        return selection.select(value(self), part)
     out = indexing.getitem(self, idx)
     parts = idx if isinstance(idx, tuple) else (idx,)
     if not isinstance(out, Tracer) or \

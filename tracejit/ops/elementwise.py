@@ -519,6 +519,10 @@ ERRORS = {
                                 "input values to the output values where the mask is true: "
                                 "the values' first axis must have one entry per True element "
                                 "of the mask (or one in all)"),
+    # x[mask].max() / .min() with a traced mask (numpy/selection.py) that selects nothing
+    "empty_selection": (ValueError, "zero-size array to reduction operation maximum or minimum "
+                                    "which has no identity (x[mask].max() or .min() of a traced "
+                                    "mask with no True element)"),
 }
 
 

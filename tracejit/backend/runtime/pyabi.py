@@ -124,8 +124,10 @@ class EntrySpec:
             raise ValueError("each argument and output is written back at most once")
         aliases = tuple((int(k), int(i)) for k, i in self.aliases)
         written = {i for i, _, _ in writes}
-        if any(not 0 <= k < n_ret or i not in written or outs[k] != ins[i][1:]
-               for k, i in aliases):
+        # (an output that is the written argument itself: the argument's type, or a 0-d
+        # placeholder of its dtype, which the trace returns there instead of a copy)
+        if any(not 0 <= k < n_ret or i not in written or
+               outs[k] not in (ins[i][1:], (ins[i][1], ())) for k, i in aliases):
             raise ValueError(f"bad aliases {aliases}: a returned output that is a written array")
         return EntrySpec(tuple(ins), outs, bool(self.return_tuple), bool(self.release_gil),
                          bool(self.scalar_0d),
