@@ -467,3 +467,35 @@ def test_broadcast_view_of_a_python_scalar_is_read_only():
         return k
     for k in (3, 2.5):
         _raises_like_numpy(f, k)
+
+
+_STORE_INDICES = [0, (0,), np.array(0), slice(0, 2), Ellipsis, np.array([True, True, False]),
+                  [0, 1], np.array([0, 1])]       # (a bare True: refused, UnsupportedError)
+
+
+def test_numpy_scalar_through_an_advanced_index_is_cast_as_an_array():
+    """a1[mask] = a0 * 2 with a0 a 0-d uint64 array (a0 * 2 is an np.uint64 scalar) and a1
+    int64: NumPy stores a NumPy scalar through an advanced index (an array or list, any
+    boolean) as a 0-d array, with a C cast that wraps, and only through a basic index (ints,
+    a 0-d int array, slices, ...) through int(), which raises OverflowError; tracejit raised
+    for every index (fuzz 9711 #858). Python ints go through int() for every index."""
+    values = [lambda a0: a0 * 2,                              # np.uint64 (traced)
+              lambda a0: np.uint64(2**63 + 5),                # np.uint64 (constant)
+              lambda a0: a0[...] * np.ones((), np.uint64),    # 0-d array: always cast
+              lambda a0: 2**63 + 5]                           # Python int: always int()
+    for make in values:
+        for dtype in (np.int64, np.int8, np.uint8):
+            for idx in _STORE_INDICES:
+                def f(a0, a1, make=make, idx=idx):
+                    a1[idx] = make(a0)
+                    return a1
+                args = lambda: (np.array(2**62 + 3, np.uint64), np.zeros(3, dtype))  # noqa: E731
+                try:
+                    want = f(*args())
+                except OverflowError:
+                    _raises_like_numpy(f, *args())
+                    continue
+                for backend in ("interpret", "llvm"):
+                    got = tj.jit(f, backend=backend)(*args())
+                    assert got.dtype == want.dtype
+                    np.testing.assert_array_equal(got, want, err_msg=f"{idx!r} {backend}")

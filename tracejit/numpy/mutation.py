@@ -152,8 +152,7 @@ def setitem(self, idx, v):
             "x[mask] = v where v shares memory with x: NumPy copies a boolean-mask assignment "
             "element by element without buffering, so its result depends on the overlap "
             "(every other write buffers); write x[mask] = v.copy() for the buffered result")
-    if isinstance(v, Tracer) and is_scalar(v) or not isinstance(v, (Tracer, np.ndarray)):
-        v = intstore.store_scalar(v, self.dtype)
+    v = intstore.setitem_value(v, idx, self.dtype)
     assign(self, indexing.update(value(self), idx, v, "set"))
 
 
