@@ -499,3 +499,40 @@ def test_numpy_scalar_through_an_advanced_index_is_cast_as_an_array():
                     got = tj.jit(f, backend=backend)(*args())
                     assert got.dtype == want.dtype
                     np.testing.assert_array_equal(got, want, err_msg=f"{idx!r} {backend}")
+
+
+def _and_raising(a0):
+    v2 = 0.0                                    # a Python float: v2.sum() raises AttributeError
+    if (a0[0] >= 0.0) and (v2.sum() >= 1.0):
+        return a0 * 2
+    return a0 - 1
+
+
+def _or_raising(a0):
+    v2 = 0.0
+    if (a0[0] >= 0.0) or (v2.sum() >= 1.0):
+        return a0 * 2
+    return a0 - 1
+
+
+@pytest.mark.parametrize("f", [_and_raising, _or_raising])
+def test_an_and_or_operand_that_raises_raises_only_when_python_evaluates_it(f):
+    """c1 and v2.sum() >= t with c1 traced and v2 a Python float: Python short-circuits when c1
+    is false, tracejit evaluated the right operand and raised the AttributeError for every input
+    (fuzz 9711 #399, #1129). The error is now raised when the compiled function runs, only for
+    inputs where Python evaluates the operand (same type and message); vmap raises when any
+    example would."""
+    for backend in ("interpret", "llvm"):
+        jf = tj.jit(f, backend=backend)
+        for x in (np.array([-1.0, 2.0]), np.array([1.0, 2.0]), np.array([-3.0, 0.5])):
+            try:
+                want = f(x)
+            except AttributeError as e:
+                with pytest.raises(AttributeError, match=str(e)):
+                    jf(x)
+                continue
+            np.testing.assert_array_equal(jf(x), want)
+    fine = np.array([[-1.0, 2.0], [-2.0, 3.0]]) * (1 if f is _and_raising else -1)
+    np.testing.assert_array_equal(tj.vmap(tj.jit(f))(fine), np.stack([f(r) for r in fine]))
+    with pytest.raises(AttributeError):
+        tj.vmap(tj.jit(f))(np.array([[-1.0, 2.0], [2.0, 3.0]]))

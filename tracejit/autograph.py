@@ -54,6 +54,9 @@ from .autograph_control import (Undefined, for_stmt, if_return, if_stmt,  # noqa
                                 is_traced_bool, pred_of, range_, while_stmt)
 from .config import config
 from .core import Tracer
+from .errors import TracerError
+from .ir import Type
+from .ops.callback import pure_callback_p
 
 _active: contextvars.ContextVar = contextvars.ContextVar("tracejit_autograph", default=False)
 # variable name -> why a converted construct left it unassigned (explains an UnboundLocalError)
@@ -127,11 +130,20 @@ def ifexp(test, then_fn, else_fn):
 
 
 def and_(*fns):
+    """``a and b and ...`` (each operand a function): Python's, or a logical_and from the first
+    traced operand on. An operand after a traced one that raises while traced is deferred
+    (``_deferred``): Python would have evaluated it only when the traced value is true."""
     import tracejit.numpy as tnp
     value = fns[0]()
     for fn in fns[1:]:
         if is_traced_bool(value):
-            value = tnp.logical_and(value, fn())
+            try:
+                right = fn()
+            except TracerError:
+                raise
+            except Exception as e:          # noqa: BLE001 (the user's error, raised later)
+                return _deferred(value, True, e)
+            value = tnp.logical_and(value, right)
         elif not value:
             return value
         else:
@@ -140,16 +152,54 @@ def and_(*fns):
 
 
 def or_(*fns):
+    """``a or b or ...``: as :func:`and_`, the deferred operand raising when ``a`` is false."""
     import tracejit.numpy as tnp
     value = fns[0]()
     for fn in fns[1:]:
         if is_traced_bool(value):
-            value = tnp.logical_or(value, fn())
+            try:
+                right = fn()
+            except TracerError:
+                raise
+            except Exception as e:          # noqa: BLE001
+                return _deferred(value, False, e)
+            value = tnp.logical_or(value, right)
         elif value:
             return value
         else:
             value = fn()
     return value
+
+
+def _deferred(value, raise_when, error):
+    """``value`` (traced), after raising ``error`` when the compiled function runs if its truth
+    is ``raise_when``: the right operand of ``and`` (``raise_when=True``) or ``or`` (False)
+    raised ``error`` while traced, and Python evaluates it only for that truth (and returns
+    ``value`` itself otherwise, so later operands never matter). A host callback
+    (``pure_callback_p``) does it: it is the one primitive that can raise any Python exception
+    at run time, and its bool operand has no tangent."""
+    pred = pred_of(value, "the left operand of 'and'/'or'")
+    raiser = _Raiser(error, raise_when)
+    return pure_callback_p.bind(pred, callback=raiser, result_types=(Type(np.dtype(bool), ()),),
+                                vectorized=False)[0]
+
+
+class _Raiser:
+    """The callback of :func:`_deferred`: raises a fresh copy of the traced operand's error
+    (same type and message, the original chained) when the operand is ``raise_when``."""
+
+    def __init__(self, error, raise_when):
+        self.error, self.raise_when = error, raise_when
+        self.__name__ = f"the deferred {type(error).__name__} of an 'and'/'or' operand"
+
+    def __call__(self, pred):
+        if bool(pred) == self.raise_when:
+            try:
+                fresh = type(self.error)(*self.error.args)
+            except Exception:               # noqa: BLE001 (an exception class with other args)
+                raise self.error from None
+            raise fresh from self.error
+        return [np.asarray(pred)]
 
 
 def _extreme(builtin, name):
