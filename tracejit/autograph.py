@@ -54,7 +54,7 @@ from .autograph_control import (Undefined, for_stmt, if_return, if_stmt,  # noqa
                                 is_traced_bool, pred_of, range_, while_stmt)
 from .config import config
 from .core import Tracer
-from .errors import TracerError
+from .errors import CompilerError, TracerError
 from .ir import Type
 from .ops.callback import pure_callback_p
 
@@ -130,41 +130,34 @@ def ifexp(test, then_fn, else_fn):
 
 
 def and_(*fns):
-    """``a and b and ...`` (each operand a function): Python's, or a logical_and from the first
-    traced operand on. An operand after a traced one that raises while traced is deferred
-    (``_deferred``): Python would have evaluated it only when the traced value is true."""
-    import tracejit.numpy as tnp
-    value = fns[0]()
-    for fn in fns[1:]:
-        if is_traced_bool(value):
-            try:
-                right = fn()
-            except TracerError:
-                raise
-            except Exception as e:          # noqa: BLE001 (the user's error, raised later)
-                return _deferred(value, True, e)
-            value = tnp.logical_and(value, right)
-        elif not value:
-            return value
-        else:
-            value = fn()
-    return value
+    """``a and b and ...`` (each operand a function): see :func:`_short_circuit`."""
+    return _short_circuit(fns, True)
 
 
 def or_(*fns):
-    """``a or b or ...``: as :func:`and_`, the deferred operand raising when ``a`` is false."""
+    """``a or b or ...`` (each operand a function): see :func:`_short_circuit`."""
+    return _short_circuit(fns, False)
+
+
+def _short_circuit(fns, is_and):
+    """Python's ``and`` (``is_and``) or ``or`` over the operand functions ``fns``, turning into
+    logical_and/logical_or from the first traced operand on. An operand after a traced one that
+    raises while traced is deferred (``_deferred``): Python would have evaluated it only for
+    one truth of the traced value. tracejit's own refusals (``TracerError``) and internal
+    errors are raised at once: Python would have run that operand, so a run-time error would
+    refuse a valid program late."""
     import tracejit.numpy as tnp
     value = fns[0]()
     for fn in fns[1:]:
         if is_traced_bool(value):
             try:
                 right = fn()
-            except TracerError:
+            except (TracerError, CompilerError):
                 raise
-            except Exception as e:          # noqa: BLE001
-                return _deferred(value, False, e)
-            value = tnp.logical_or(value, right)
-        elif value:
+            except Exception as e:          # noqa: BLE001 (the user's error, raised later)
+                return _deferred(value, is_and, e)
+            value = (tnp.logical_and if is_and else tnp.logical_or)(value, right)
+        elif bool(value) != is_and:         # and: a false operand ends it; or: a true one
             return value
         else:
             value = fn()
