@@ -28,7 +28,7 @@ import warnings
 
 import numpy as np
 
-from . import gen, ops
+from . import gen, ops, ops_typed
 from .gen import DTYPES, MAX_ELEMS, Program, Stmt, _lit
 
 
@@ -454,9 +454,9 @@ def alias(g):
 
 def compute(g):
     """An ordinary value statement (ops.py families) feeding the writes."""
-    fam = [ops.unary, ops.binary, ops.binary, ops.reduce, ops.where, ops.astype][
-        int(g.rng.integers(6))]
-    return fam(g)
+    fams = [ops.unary, ops.binary, ops.binary, ops.reduce, ops.where, ops.astype,
+            ops_typed.npscalar, ops_typed.narrow_pyint, ops_typed.reduce_dtype]
+    return fams[int(g.rng.integers(len(fams)))](g)
 
 
 def raising(g):
