@@ -21,7 +21,7 @@ _REALS = ["float32", "float64", "int8", "uint8", "int16", "uint16", "int32", "in
 _INTS = ["int8", "uint8", "int16", "uint16", "int32", "int64", "uint32", "uint64"]
 
 
-def _scalar_lit(rng, dt):
+def scalar_lit(rng, dt):
     """``np.<dt>(v)``, a NumPy scalar literal that fits ``dt``."""
     kind = np.dtype(dt).kind
     if kind == "f":
@@ -49,7 +49,7 @@ def npscalar(g):
     x = g.pick(_real)
     if x is None:
         return None
-    s = _scalar_lit(rng, str(rng.choice(_REALS)))
+    s = scalar_lit(rng, str(rng.choice(_REALS)))
     op = rng.choice(["+", "-", "*", "/", "max", "min"])
     if op in ("max", "min"):
         code = f"np.{op}imum({x}, {s})" if rng.random() < 0.5 else f"np.{op}imum({s}, {x})"
