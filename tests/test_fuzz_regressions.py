@@ -596,3 +596,25 @@ def test_grad_of_a_masked_sum_and_mean():
                              modes=("fwd", "rev"))
     tj.test_util.check_grads(lambda x: np.mean(x * x, axis=0, where=_RED_ROW[:3, None]), (x,),
                              order=2, modes=("fwd", "rev"))
+
+
+def test_a_masked_write_of_one_element_of_the_same_array_is_not_refused():
+    """v[v > c] = a0 with v = np.ravel(a0) for a 0-d (or one-element) a0: NumPy's unbuffered
+    element-by-element copy reads the one source element, which is only ever overwritten with
+    itself, so the result is the buffered one; tracejit refused every overlapping masked write
+    (UnsupportedError), here where NumPy raised IndexError on the next line (fuzz 12002 #468)."""
+    def f(a0):
+        v1 = np.reshape(np.ravel(a0), (-1,))
+        v1[v1 > -0.25] = a0
+        return v1 * 2, a0
+
+    def g(a0):
+        a0[a0 > 0] = a0[1:2]
+        return a0
+    for backend in ("interpret", "llvm"):
+        for x in (np.array(0.5, np.float32), np.array(-1.5, np.float32)):
+            got, want = tj.jit(f, backend=backend)(x.copy()), f(x.copy())
+            np.testing.assert_array_equal(got[0], want[0])
+            np.testing.assert_array_equal(got[1], want[1])
+        x = np.array([0.5, -2.0, 3.0])
+        np.testing.assert_array_equal(tj.jit(g, backend=backend)(x.copy()), g(x.copy()))

@@ -147,7 +147,8 @@ def setitem(self, idx, v):
         raise TypeError(f"assigning a complex value into a {self.dtype} array would discard the "
                         f"imaginary part; take .real first")
     check_writeable(self)
-    if isinstance(v, Tracer) and _has_mask(idx) and _overlaps(self, v):
+    # (one element of v is only ever overwritten with itself: the copy equals the buffered one)
+    if isinstance(v, Tracer) and v.size > 1 and _has_mask(idx) and _overlaps(self, v):
         raise UnsupportedError(
             "x[mask] = v where v shares memory with x: NumPy copies a boolean-mask assignment "
             "element by element without buffering, so its result depends on the overlap "
