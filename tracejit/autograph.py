@@ -21,7 +21,9 @@ object and rewritten (autograph_rewrite.py) so that
   and t``; the statements after one run under ``if not flag``; a return stores its value,
   carried by the loops as zeros until set, and the function returns it after them);
 - ``a if t else b``, ``and``, ``or``, ``not`` take the traced forms (cond, logical_and/or/not)
-  only for traced operands, Python's otherwise;
+  only for traced operands, Python's otherwise; an ``and``/``or`` operand after a traced one
+  that raises a Python error while traced raises it at run time, only when Python would
+  have evaluated it (:func:`_deferred`);
 - calls of other user functions go through :func:`call`, which converts them too (library code:
   NumPy, SciPy, tracejit, the standard library, site-packages, is called as is).
 
