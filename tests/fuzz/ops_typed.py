@@ -43,10 +43,21 @@ def _real(v):
     return v.dtype.kind in "fiub"
 
 
+def _pick(g, pred):
+    """``g.pick(pred)`` among arrays and NumPy scalars: a Python int argument is not an operand
+    here (its new inputs may leave the range NumPy accepts next to a narrow array, and plain
+    programs are validated on the first inputs only: fuzz sample 2024 #615)."""
+    ns = [n for n in g.names(pred) if not isinstance(g.env[n], (bool, int, float, complex))]
+    if not ns:
+        return None
+    w = np.arange(1, len(ns) + 1, dtype=float) ** 1.5
+    return ns[g.rng.choice(len(ns), p=w / w.sum())]
+
+
 def npscalar(g):
     """A NumPy scalar operand of a random dtype, on either side of an arithmetic op."""
     rng = g.rng
-    x = g.pick(_real)
+    x = _pick(g, _real)
     if x is None:
         return None
     s = scalar_lit(rng, str(rng.choice(_REALS)))
@@ -62,7 +73,7 @@ def narrow_pyint(g):
     """A narrow integer array with a Python int near the edge of its range (NumPy raises
     OverflowError for one outside it: dropped), or a wrapping product."""
     rng = g.rng
-    x = g.pick(lambda v: v.dtype.name in NARROW_INTS)
+    x = _pick(g, lambda v: v.dtype.name in NARROW_INTS)
     if x is None:
         return None
     info = np.iinfo(g.val(x).dtype)
@@ -76,7 +87,7 @@ def reduce_dtype(g):
     """sum/prod/mean/cumsum/cumprod with ``dtype=`` (an integer dtype only for integer data:
     a float cast to int in a reduction is unsafe, undefined out of range)."""
     rng = g.rng
-    x = g.pick(_real)
+    x = _pick(g, _real)
     if x is None:
         return None
     xv = g.val(x)
@@ -96,7 +107,7 @@ def where_kw(g):
     """A ufunc with ``where=`` into an ``out=`` array the statement creates, or a reduction
     with ``where=`` (``max``/``min`` with ``initial=``)."""
     rng = g.rng
-    x = g.pick(lambda v: _real(v) and v.ndim >= 1)
+    x = _pick(g, lambda v: _real(v) and v.ndim >= 1)
     if x is None:
         return None
     xv = g.val(x)
@@ -106,7 +117,7 @@ def where_kw(g):
         axis = f", axis={int(rng.integers(-xv.ndim, xv.ndim))}" if rng.random() < 0.5 else ""
         init = f", initial={rng.choice([-5.0, 0.0, 3.0])}" if op in ("max", "min") else ""
         return f"np.{op}({x}{axis}, where={cond}{init})", [x], [f"typed:where_reduce:{op}"]
-    y = g.pick(lambda v: _real(v) and _fits(v.shape, xv.shape))
+    y = _pick(g, lambda v: _real(v) and _fits(v.shape, xv.shape))
     if y is None:
         return None
     fn = rng.choice(["add", "multiply", "subtract", "maximum", "minimum", "true_divide"])
@@ -132,7 +143,7 @@ def astype_chain(g):
     """``x.astype(a).astype(b)[.astype(c)]`` through narrow ints and floats (wrapping casts
     between ints; each float -> int step clipped into the target's range)."""
     rng = g.rng
-    x = g.pick(_real)
+    x = _pick(g, _real)
     if x is None or g.val(x).dtype.kind == "f" and np.isnan(g.val(x)).any():
         return None
     code, kind = x, g.val(x).dtype.kind
@@ -147,7 +158,7 @@ def astype_chain(g):
 def shape_ints(g):
     """Arrays whose shapes are ints computed from other arrays' shapes and sizes."""
     rng = g.rng
-    x = g.pick(lambda v: v.ndim >= 1 and v.size)
+    x = _pick(g, lambda v: v.ndim >= 1 and v.size)
     if x is None:
         return None
     forms = [f"np.reshape({x}, ({x}.shape[0], -1))", f"np.ones({x}.size) * {x}.ravel()",
