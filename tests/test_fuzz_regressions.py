@@ -467,3 +467,154 @@ def test_broadcast_view_of_a_python_scalar_is_read_only():
         return k
     for k in (3, 2.5):
         _raises_like_numpy(f, k)
+
+
+_STORE_INDICES = [0, (0,), np.array(0), slice(0, 2), Ellipsis, np.array([True, True, False]),
+                  [0, 1], np.array([0, 1])]       # (a bare True: refused, UnsupportedError)
+
+
+def test_numpy_scalar_through_an_advanced_index_is_cast_as_an_array():
+    """a1[mask] = a0 * 2 with a0 a 0-d uint64 array (a0 * 2 is an np.uint64 scalar) and a1
+    int64: NumPy stores a NumPy scalar through an advanced index (an array or list, any
+    boolean) as a 0-d array, with a C cast that wraps, and only through a basic index (ints,
+    a 0-d int array, slices, ...) through int(), which raises OverflowError; tracejit raised
+    for every index (fuzz 9711 #858). Python ints go through int() for every index."""
+    values = [lambda a0: a0 * 2,                              # np.uint64 (traced)
+              lambda a0: np.uint64(2**63 + 5),                # np.uint64 (constant)
+              lambda a0: a0[...] * np.ones((), np.uint64),    # 0-d array: always cast
+              lambda a0: 2**63 + 5]                           # Python int: always int()
+    for make in values:
+        for dtype in (np.int64, np.int8, np.uint8):
+            for idx in _STORE_INDICES:
+                def f(a0, a1, make=make, idx=idx):
+                    a1[idx] = make(a0)
+                    return a1
+                args = lambda: (np.array(2**62 + 3, np.uint64), np.zeros(3, dtype))  # noqa: E731
+                try:
+                    want = f(*args())
+                except OverflowError:
+                    _raises_like_numpy(f, *args())
+                    continue
+                for backend in ("interpret", "llvm"):
+                    got = tj.jit(f, backend=backend)(*args())
+                    assert got.dtype == want.dtype
+                    np.testing.assert_array_equal(got, want, err_msg=f"{idx!r} {backend}")
+
+
+def _and_raising(a0):
+    v2 = 0.0                                    # a Python float: v2.sum() raises AttributeError
+    if (a0[0] >= 0.0) and (v2.sum() >= 1.0):
+        return a0 * 2
+    return a0 - 1
+
+
+def _or_raising(a0):
+    v2 = 0.0
+    if (a0[0] >= 0.0) or (v2.sum() >= 1.0):
+        return a0 * 2
+    return a0 - 1
+
+
+@pytest.mark.parametrize("f", [_and_raising, _or_raising])
+def test_an_and_or_operand_that_raises_raises_only_when_python_evaluates_it(f):
+    """c1 and v2.sum() >= t with c1 traced and v2 a Python float: Python short-circuits when c1
+    is false, tracejit evaluated the right operand and raised the AttributeError for every input
+    (fuzz 9711 #399, #1129). The error is now raised when the compiled function runs, only for
+    inputs where Python evaluates the operand (same type and message); vmap raises when any
+    example would."""
+    for backend in ("interpret", "llvm"):
+        jf = tj.jit(f, backend=backend)
+        for x in (np.array([-1.0, 2.0]), np.array([1.0, 2.0]), np.array([-3.0, 0.5])):
+            try:
+                want = f(x)
+            except AttributeError as e:
+                with pytest.raises(AttributeError, match=str(e)):
+                    jf(x)
+                continue
+            np.testing.assert_array_equal(jf(x), want)
+    fine = np.array([[-1.0, 2.0], [-2.0, 3.0]]) * (1 if f is _and_raising else -1)
+    np.testing.assert_array_equal(tj.vmap(tj.jit(f))(fine), np.stack([f(r) for r in fine]))
+    with pytest.raises(AttributeError):
+        tj.vmap(tj.jit(f))(np.array([[-1.0, 2.0], [2.0, 3.0]]))
+
+
+def _like_numpy(f, *args, rtol=1e-12):
+    """f on both backends: NumPy's values and dtypes, or an exception of NumPy's class."""
+    try:
+        want = f(*args)
+    except Exception as e:                       # noqa: BLE001 - NumPy's error is the oracle
+        for backend in ("interpret", "llvm"):
+            with pytest.raises(type(e)):
+                tj.jit(f, backend=backend)(*args)
+        return
+    for backend in ("interpret", "llvm"):
+        got = tj.jit(f, backend=backend)(*args)
+        assert np.asarray(got).dtype == np.asarray(want).dtype, backend
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol, equal_nan=True)
+
+
+_RED_X = np.random.default_rng(11).standard_normal((3, 4))
+_RED_ROW = np.array([True, False, True, True])
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.sum(x, initial=2.5), lambda x: np.max(x, initial=-5.5),
+    lambda x: np.min(x, axis=0, initial=-1.5), lambda x: np.prod(x, initial=-1),
+    lambda x: np.max(x, initial=300), lambda x: np.max(x, initial=np.array(300)),
+    lambda x: np.max(x, initial=np.int64(300))])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int8, np.uint8, np.bool_])
+def test_reduction_initial_is_stored_in_the_result_dtype(f, dtype):
+    """np.sum(int8_x, initial=2.5): NumPy stores initial into the reduction's dtype as
+    x[()] = v does (int(): adds 2; 300 into int8 raises OverflowError; a 0-d array wraps);
+    tracejit combined it as a Python float, giving a float64 result and a wrong value (found
+    while extending the fuzz generator)."""
+    x = _RED_X * 3 if dtype != np.bool_ else _RED_X > 0
+    _like_numpy(f, x.astype(dtype), rtol=1e-6)
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.sum(x, where=x > 0), lambda x: np.sum(x, axis=0, where=_RED_ROW),
+    lambda x: x.sum(axis=1, keepdims=True, where=x < 0.5), lambda x: np.sum(x, where=False),
+    lambda x: np.prod(x, axis=1, where=x > 0), lambda x: np.max(x, where=x > 0, initial=-5.0),
+    lambda x: np.min(x, axis=0, where=_RED_ROW, initial=9.0), lambda x: np.max(x, where=x > 0),
+    lambda x: np.mean(x, where=x > 0), lambda x: np.mean(x, axis=1, where=_RED_ROW),
+    lambda x: np.all(x > 0, axis=1, where=_RED_ROW), lambda x: np.any(x > 1, where=x < 0),
+    lambda x: np.sum(x, where=_RED_ROW, dtype=np.int16),
+    lambda x: np.sum(x, where=np.array([1, 0, 1, 1])), lambda x: np.sum(x, where=x[:2] > 0)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int8])
+def test_reductions_with_where_follow_numpy(f, dtype):
+    """where= of sum/prod/max/min/mean/all/any (was refused): the masked-out elements take the
+    identity (max/min: initial, which NumPy requires), mean divides by the selected count; a
+    non-bool or non-broadcasting mask raises NumPy's error class."""
+    _like_numpy(f, (_RED_X * 3).astype(dtype), rtol=1e-6)
+
+
+def test_grad_of_a_masked_sum_and_mean():
+    """The derivative of sum(where=m) is m, of mean(where=m) m / count."""
+    x = _RED_X
+    tj.test_util.check_grads(lambda x: np.sum(np.sin(x), where=x > 0), (x,), order=2,
+                             modes=("fwd", "rev"))
+    tj.test_util.check_grads(lambda x: np.mean(x * x, axis=0, where=_RED_ROW[:3, None]), (x,),
+                             order=2, modes=("fwd", "rev"))
+
+
+def test_a_masked_write_of_one_element_of_the_same_array_is_not_refused():
+    """v[v > c] = a0 with v = np.ravel(a0) for a 0-d (or one-element) a0: NumPy's unbuffered
+    element-by-element copy reads the one source element, which is only ever overwritten with
+    itself, so the result is the buffered one; tracejit refused every overlapping masked write
+    (UnsupportedError), here where NumPy raised IndexError on the next line (fuzz 12002 #468)."""
+    def f(a0):
+        v1 = np.reshape(np.ravel(a0), (-1,))
+        v1[v1 > -0.25] = a0
+        return v1 * 2, a0
+
+    def g(a0):
+        a0[a0 > 0] = a0[1:2]
+        return a0
+    for backend in ("interpret", "llvm"):
+        for x in (np.array(0.5, np.float32), np.array(-1.5, np.float32)):
+            got, want = tj.jit(f, backend=backend)(x.copy()), f(x.copy())
+            np.testing.assert_array_equal(got[0], want[0])
+            np.testing.assert_array_equal(got[1], want[1])
+        x = np.array([0.5, -2.0, 3.0])
+        np.testing.assert_array_equal(tj.jit(g, backend=backend)(x.copy()), g(x.copy()))

@@ -21,7 +21,9 @@ object and rewritten (autograph_rewrite.py) so that
   and t``; the statements after one run under ``if not flag``; a return stores its value,
   carried by the loops as zeros until set, and the function returns it after them);
 - ``a if t else b``, ``and``, ``or``, ``not`` take the traced forms (cond, logical_and/or/not)
-  only for traced operands, Python's otherwise;
+  only for traced operands, Python's otherwise; an ``and``/``or`` operand after a traced one
+  that raises a Python error while traced raises it at run time, only when Python would
+  have evaluated it (:func:`_deferred`);
 - calls of other user functions go through :func:`call`, which converts them too (library code:
   NumPy, SciPy, tracejit, the standard library, site-packages, is called as is).
 
@@ -54,7 +56,10 @@ from .autograph_control import (Undefined, for_stmt, if_return, if_stmt,  # noqa
                                 is_traced_bool, pred_of, range_, while_stmt)
 from .config import config
 from .core import Tracer
+from .errors import CompilerError, TracerError
+from .ir import Type
 from .numpy import intercept
+from .ops.callback import pure_callback_p
 
 _active: contextvars.ContextVar = contextvars.ContextVar("tracejit_autograph", default=False)
 # variable name -> why a converted construct left it unassigned (explains an UnboundLocalError)
@@ -133,29 +138,69 @@ def ifexp(test, then_fn, else_fn):
 
 
 def and_(*fns):
-    import tracejit.numpy as tnp
-    value = fns[0]()
-    for fn in fns[1:]:
-        if is_traced_bool(value):
-            value = tnp.logical_and(value, fn())
-        elif not value:
-            return value
-        else:
-            value = fn()
-    return value
+    """``a and b and ...`` (each operand a function): see :func:`_short_circuit`."""
+    return _short_circuit(fns, True)
 
 
 def or_(*fns):
+    """``a or b or ...`` (each operand a function): see :func:`_short_circuit`."""
+    return _short_circuit(fns, False)
+
+
+def _short_circuit(fns, is_and):
+    """Python's ``and`` (``is_and``) or ``or`` over the operand functions ``fns``, turning into
+    logical_and/logical_or from the first traced operand on. An operand after a traced one that
+    raises while traced is deferred (``_deferred``): Python would have evaluated it only for
+    one truth of the traced value. tracejit's own refusals (``TracerError``) and internal
+    errors are raised at once: Python would have run that operand, so a run-time error would
+    refuse a valid program late."""
     import tracejit.numpy as tnp
     value = fns[0]()
     for fn in fns[1:]:
         if is_traced_bool(value):
-            value = tnp.logical_or(value, fn())
-        elif value:
+            try:
+                right = fn()
+            except (TracerError, CompilerError):
+                raise
+            except Exception as e:          # noqa: BLE001 (the user's error, raised later)
+                return _deferred(value, is_and, e)
+            value = (tnp.logical_and if is_and else tnp.logical_or)(value, right)
+        elif bool(value) != is_and:         # and: a false operand ends it; or: a true one
             return value
         else:
             value = fn()
     return value
+
+
+def _deferred(value, raise_when, error):
+    """``value`` (traced), after raising ``error`` when the compiled function runs if its truth
+    is ``raise_when``: the right operand of ``and`` (``raise_when=True``) or ``or`` (False)
+    raised ``error`` while traced, and Python evaluates it only for that truth (and returns
+    ``value`` itself otherwise, so later operands never matter). A host callback
+    (``pure_callback_p``) does it: it is the one primitive that can raise any Python exception
+    at run time, and its bool operand has no tangent."""
+    pred = pred_of(value, "the left operand of 'and'/'or'")
+    raiser = _Raiser(error, raise_when)
+    return pure_callback_p.bind(pred, callback=raiser, result_types=(Type(np.dtype(bool), ()),),
+                                vectorized=False)[0]
+
+
+class _Raiser:
+    """The callback of :func:`_deferred`: raises a fresh copy of the traced operand's error
+    (same type and message, the original chained) when the operand is ``raise_when``."""
+
+    def __init__(self, error, raise_when):
+        self.error, self.raise_when = error, raise_when
+        self.__name__ = f"the deferred {type(error).__name__} of an 'and'/'or' operand"
+
+    def __call__(self, pred):
+        if bool(pred) == self.raise_when:
+            try:
+                fresh = type(self.error)(*self.error.args)
+            except Exception:               # noqa: BLE001 (an exception class with other args)
+                raise self.error from None
+            raise fresh from self.error
+        return [np.asarray(pred)]
 
 
 def _extreme(builtin, name):

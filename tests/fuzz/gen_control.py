@@ -413,7 +413,9 @@ class CtlGen:
             init = "0.0" if env[t].dtype == np.float64 else f"np.{env[t].dtype}(0.0)"
             lines.insert(1, f"{acc} = {init}")
             lines.append(f"    {acc} = {acc} + {t}.sum()")
-            env[acc] = np.asarray(env[t].sum())
+            # the float64 accumulator stays a Python float when the loop runs no iteration:
+            # modelled as one, so no method (acc.sum()) is called on it (fuzz 9711 #399)
+            env[acc] = float(env[t].sum()) if init == "0.0" else np.asarray(env[t].sum())
         if rng.random() < 0.35:
             w = self.write(body_env)
             if w:

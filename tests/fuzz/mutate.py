@@ -28,7 +28,7 @@ import warnings
 
 import numpy as np
 
-from . import gen, ops
+from . import gen, ops, ops_typed
 from .gen import DTYPES, MAX_ELEMS, Program, Stmt, _lit
 
 
@@ -170,6 +170,10 @@ def _value(g, shape, dtype):
     # selection), tracejit refuses by design (a documented deviation): not generated
     y = g.pick(lambda v: _fits(v.shape, shape) and (v.dtype.kind != "c" or kind == "c"))
     if y is None or rng.random() < 0.3:
+        if kind in "iufc" and rng.random() < 0.3:      # a NumPy scalar: stored as NumPy does
+            return ops_typed.scalar_lit(rng, str(rng.choice(
+                ["float32", "float64", "int8", "uint8", "int16", "int64"] if kind in "fc"
+                else ["int8", "uint8", "int16", "int64", "float32", "float64"]))), []
         return ("True" if rng.random() < 0.5 else "False") if kind == "b" else \
             _lit(rng, kind), []
     u = rng.random()
@@ -454,9 +458,9 @@ def alias(g):
 
 def compute(g):
     """An ordinary value statement (ops.py families) feeding the writes."""
-    fam = [ops.unary, ops.binary, ops.binary, ops.reduce, ops.where, ops.astype][
-        int(g.rng.integers(6))]
-    return fam(g)
+    fams = [ops.unary, ops.binary, ops.binary, ops.reduce, ops.where, ops.astype,
+            ops_typed.npscalar, ops_typed.narrow_pyint, ops_typed.reduce_dtype]
+    return fams[int(g.rng.integers(len(fams)))](g)
 
 
 def raising(g):

@@ -520,8 +520,8 @@ BIG_FAMILIES = [(unary, 20), (binary, 22), (where, 5), (reduce, 12), (index, 4),
 
 
 def candidate(g):
-    from . import ops_more         # imports this module's helpers
-    fams = BIG_FAMILIES if g.big else FAMILIES + ops_more.FAMILIES
+    from . import ops_more, ops_typed         # import this module's helpers
+    fams = BIG_FAMILIES if g.big else FAMILIES + ops_more.FAMILIES + ops_typed.FAMILIES
     w = np.array([f[1] for f in fams], float)
     fn = fams[g.rng.choice(len(fams), p=w / w.sum())][0]
     return fn(g)

@@ -1,5 +1,6 @@
 """Scalars stored into integer arrays as NumPy stores them (``x[i] = v``, ``x.fill(v)``): through
-Python's ``int()``, with NumPy's errors at trace time when the value is known (a literal, or a
+Python's ``int()`` (a NumPy scalar through an advanced index is cast as a 0-d array instead:
+``setitem_value``), with NumPy's errors at trace time when the value is known (a literal, or a
 Python-int argument by its recorded range, intrange.py) and at run time (``check``) otherwise;
 and the values of np.put/np.place/np.putmask as NumPy converts them (``put_values``).
 
@@ -61,6 +62,35 @@ def store_scalar(v, dtype):
     low, high = max(info.min, src.min), min(info.max, src.max)
     bad = logical_or(v < np.array(low, ty.dtype)[()], v > np.array(high, ty.dtype)[()])
     return check(bad, v, error="scalar_out_of_bounds")
+
+
+def setitem_value(v, idx, dtype):
+    """``v`` as ``x[idx] = v`` stores it into an array of ``dtype``. A Python number always goes
+    through ``store_scalar`` (int(): NumPy's OverflowError). A NumPy scalar does too through a
+    basic index (integers, slices, ``...``, a 0-d integer array), but an advanced index (an
+    integer array or list, any boolean) makes NumPy convert the value to a 0-d array first and
+    cast it as arrays are cast: ``x[mask] = np.uint64(2**63)`` wraps into int64 where
+    ``x[0] = np.uint64(2**63)`` raises OverflowError. Arrays are returned unchanged."""
+    if isinstance(v, np.ndarray) or isinstance(v, Tracer) and not is_scalar(v):
+        return v
+    numpy_scalar = isinstance(v, np.generic) or isinstance(v, Tracer) and not type_of(v).weak
+    if numpy_scalar and _advanced(idx):
+        return v
+    return store_scalar(v, dtype)
+
+
+def _advanced(idx) -> bool:
+    """Whether NumPy's setitem takes ``idx`` as an advanced index: a component that is a boolean
+    (even a bare True) or an integer array or list of rank >= 1 (a 0-d one counts as an int)."""
+    for c in idx if isinstance(idx, tuple) else (idx,):
+        if isinstance(c, (bool, np.bool_)):
+            return True
+        if isinstance(c, (Tracer, np.ndarray)):
+            if c.dtype == np.bool_ or c.ndim:
+                return True
+        elif isinstance(c, list):
+            return True
+    return False
 
 
 def put_values(values, dtype, fname):

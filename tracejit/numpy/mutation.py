@@ -147,15 +147,15 @@ def setitem(self, idx, v):
         raise TypeError(f"assigning a complex value into a {self.dtype} array would discard the "
                         f"imaginary part; take .real first")
     check_writeable(self)
-    if isinstance(v, Tracer) and _has_mask(idx) and _overlaps(self, v):
+    # (one element of v is only ever overwritten with itself: the copy equals the buffered one)
+    if isinstance(v, Tracer) and v.size > 1 and _has_mask(idx) and _overlaps(self, v):
         raise UnsupportedError(
             "x[mask] = v where v shares memory with x: NumPy copies a boolean-mask assignment "
             "element by element without buffering, so its result depends on the overlap "
             "(every other write buffers); write x[mask] = v.copy() for the buffered result")
     selected = isinstance(v, selection.Selection)
-    if not selected and (isinstance(v, Tracer) and is_scalar(v) or
-                         not isinstance(v, (Tracer, np.ndarray))):
-        v = intstore.store_scalar(v, self.dtype)
+    if not selected:
+        v = intstore.setitem_value(v, idx, self.dtype)
     if selected or isinstance(selection.index_part(idx), (slice, selection.Selection)):
         # (x[mask] = y[mask] * 2, x[a:b] = v with traced bounds: see selection.py)
         assign(self, selection.store(value(self), selection.store_mask(self, idx), v))

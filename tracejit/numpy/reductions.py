@@ -33,58 +33,107 @@ def _strong(a):
     return a
 
 
-def _reduce(prim, a, axis, dtype, keepdims, initial, opname, combine=None):
+def _reduce(prim, a, axis, dtype, keepdims, initial, opname, combine=None, where=None,
+            identity=None):
+    """``prim`` over ``axis`` of ``a`` (converted to ``dtype`` first), with NumPy's ``initial``
+    (cast to the result dtype as NumPy stores a scalar: ``_initial``) and ``where=`` (the
+    masked-out elements replaced by ``identity``, or by ``initial`` when the reduction has
+    none, as NumPy requires)."""
     a = _strong(a)
     t = type_of(a)
     axes = normalize_axes(axis, t.ndim, opname)
     if dtype is not None:
         a = convert(a, dtypes.canonical(dtype))
+    if initial is not None:
+        initial = _initial(initial, type_of(a).dtype)
+    if not _unmasked(where):
+        if identity is None and initial is None:
+            raise ValueError(f"reduction operation '{prim.name.replace('reduce_', '')}' does "
+                             f"not have an identity, so to use a where mask one has to "
+                             f"specify 'initial'")
+        a = _masked(a, where, identity if identity is not None else initial)
     out = prim.bind(a, axes=axes)
     if initial is not None:
         out = combine(out, initial)
     return _keepdims(out, t.shape, axes, keepdims)
 
 
+def _unmasked(where) -> bool:
+    """Whether a reduction's ``where=`` masks nothing (NumPy's default True; None here too)."""
+    return where is None or isinstance(where, (bool, np.bool_)) and bool(where)
+
+
+def _initial(initial, dtype):
+    """NumPy's ``initial`` in the reduction's ``dtype``: a scalar stored as ``x[()] = v``
+    stores it (int(): np.sum(int8, initial=2.5) adds 2; 300 into int8 is an OverflowError), an
+    array cast (wrapping)."""
+    if isinstance(initial, Tracer):
+        return convert(initial, dtype)
+    if isinstance(initial, np.ndarray):
+        return initial.astype(dtype)
+    box = np.zeros((), dtype)
+    box[()] = initial                       # NumPy's own conversion and errors
+    return box
+
+
+def _masked(a, where, fill):
+    """``a`` with the elements where the bool ``where`` (broadcast to ``a``'s shape, as
+    NumPy's reductions require) is false replaced by ``fill`` (``a``'s dtype)."""
+    from .math import where as select
+    from .shape import broadcast_to
+    mask = as_traceable(where)
+    if type_of(mask).dtype != dtypes.bool_:
+        raise TypeError(f"Cannot cast array data from dtype('{type_of(mask).dtype}') to "
+                        f"dtype('bool') according to the rule 'safe' (the where= mask)")
+    t = type_of(a)
+    return select(broadcast_to(mask, t.shape), a, np.asarray(fill, t.dtype)
+                  if not isinstance(fill, Tracer) else fill)
+
+
 @implements(np.sum)
-def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):  # noqa: A001
     """Sum over axes (pairwise order in the interpreter; see the backend for compiled order)."""
-    _no_out(out, where, "sum")
+    _no_out(out, "sum")
     from .math import add
     dt = dtypes.sum_dtype(type_of(a).dtype) if dtype is None else dtype
-    return _reduce(red.reduce_sum_p, a, axis, dt, keepdims, initial, "sum", add)
+    return _reduce(red.reduce_sum_p, a, axis, dt, keepdims, initial, "sum", add, where, 0)
 
 
 @implements(np.prod)
-def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-    _no_out(out, where, "prod")
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
+    """Product over axes."""
+    _no_out(out, "prod")
     from .math import multiply
     dt = dtypes.sum_dtype(type_of(a).dtype) if dtype is None else dtype
-    return _reduce(red.reduce_prod_p, a, axis, dt, keepdims, initial, "prod", multiply)
+    return _reduce(red.reduce_prod_p, a, axis, dt, keepdims, initial, "prod", multiply, where,
+                   1)
 
 
 @implements(np.max)
-def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
-    _no_out(out, where, "max")
+def max(a, axis=None, out=None, keepdims=False, initial=None, where=True):  # noqa: A001
+    """Maximum over axes (``where=`` needs ``initial``, as NumPy)."""
+    _no_out(out, "max")
     from .math import maximum
-    return _reduce(red.reduce_max_p, a, axis, None, keepdims, initial, "max", maximum)
+    return _reduce(red.reduce_max_p, a, axis, None, keepdims, initial, "max", maximum, where)
 
 
 @implements(np.min)
-def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
-    _no_out(out, where, "min")
+def min(a, axis=None, out=None, keepdims=False, initial=None, where=True):  # noqa: A001
+    """Minimum over axes (``where=`` needs ``initial``, as NumPy)."""
+    _no_out(out, "min")
     from .math import minimum
-    return _reduce(red.reduce_min_p, a, axis, None, keepdims, initial, "min", minimum)
+    return _reduce(red.reduce_min_p, a, axis, None, keepdims, initial, "min", minimum, where)
 
 
 amax, amin = max, min
 
 
-def _no_out(out, where, opname):
+def _no_out(out, opname, where=True):
     if out is not None:
         from ..errors import UnsupportedError
         raise UnsupportedError(f"{opname}(out=...) would mutate an array; tracejit is functional. "
                                f"Use the return value instead.")
-    if where is not None:
+    if not _unmasked(where):
         from ..errors import UnsupportedError
         raise UnsupportedError(f"{opname}(where=...) is not supported; mask with "
                                f"numpy.where(mask, x, identity) before reducing")
@@ -100,20 +149,26 @@ def _count(shape, axes):
 @implements(np.mean)
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     """Mean (ints average in float64, float16 in float32 rounded to float16, as NumPy)."""
-    _no_out(out, where, "mean")
+    _no_out(out, "mean")
     a = as_traceable(a)
     t = type_of(a)
     half = dtype is None and t.dtype == dtypes.float16
     if dtype is None:
         dtype = dtypes.float32 if half else t.dtype if t.dtype.kind in "fc" else dtypes.float64
     axes = normalize_axes(axis, t.ndim, "mean")
-    s = sum(a, axis=axes, dtype=dtype, keepdims=keepdims)
-    n = _count(t.shape, axes)
+    s = sum(a, axis=axes, dtype=dtype, keepdims=keepdims, where=where)
+    if _unmasked(where):
+        n = _count(t.shape, axes)
+    else:
+        from .shape import broadcast_to       # NumPy: the count of selected elements, as intp
+        n = sum(broadcast_to(as_traceable(where), t.shape), axis=axes, dtype=dtypes.int64,
+                keepdims=keepdims)
     if half and type_of(s).ndim == 0:
         # NumPy's scalar path: float16 of the double quotient (its array path rounds to a
         # float32 out= array first: _divide_count, then float16)
         from .math import true_divide
-        return convert(true_divide(convert(s, dtypes.float64), np.int64(n)), dtypes.float16)
+        count = np.int64(n) if isinstance(n, int) else n
+        return convert(true_divide(convert(s, dtypes.float64), count), dtypes.float16)
     out = _divide_count(s, n)
     return convert(out, dtypes.float16) if half else out
 
@@ -124,7 +179,7 @@ def _divide_count(s, n):
     from .math import true_divide
     dt = type_of(s).dtype
     wide = np.promote_types(dt, np.int64)
-    out = true_divide(convert(s, wide), np.int64(n))
+    out = true_divide(convert(s, wide), n if isinstance(n, Tracer) else np.int64(n))
     return convert(out, dt)
 
 
@@ -132,7 +187,7 @@ def _divide_count(s, n):
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None,
         correction=None):
     """Variance: mean(|x - mean(x)|²) with ``ddof`` (two-pass, as NumPy)."""
-    _no_out(out, where, "var")
+    _no_out(out, "var", where)
     from .math import add, imag, multiply, real, subtract
     if correction is not None:
         ddof = correction
@@ -171,7 +226,7 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, 
 
 def _arg(prim, opname):
     def fn(a, axis=None, out=None, *, keepdims=False):
-        _no_out(out, None, opname)
+        _no_out(out, opname)
         a = as_traceable(a)
         t = type_of(a)
         if axis is None:
@@ -191,20 +246,24 @@ argmin = implements(np.argmin)(_arg(red.argmin_p, "argmin"))
 
 @implements(np.all)
 def all(a, axis=None, out=None, keepdims=False, where=None):  # noqa: A001
-    _no_out(out, where, "all")
+    _no_out(out, "all")
     from .math import not_equal
     a = as_traceable(a)
     b = a if type_of(a).dtype == dtypes.bool_ else not_equal(a, 0)
+    if not _unmasked(where):
+        b = _masked(b, where, True)
     return _reduce(red.reduce_min_p, b, axis, None, keepdims, None, "all") \
         if _nonempty(b, axis) else _empty_truth(b, axis, keepdims, True)
 
 
 @implements(np.any)
 def any(a, axis=None, out=None, keepdims=False, where=None):  # noqa: A001
-    _no_out(out, where, "any")
+    _no_out(out, "any")
     from .math import not_equal
     a = as_traceable(a)
     b = a if type_of(a).dtype == dtypes.bool_ else not_equal(a, 0)
+    if not _unmasked(where):
+        b = _masked(b, where, False)
     return _reduce(red.reduce_max_p, b, axis, None, keepdims, None, "any") \
         if _nonempty(b, axis) else _empty_truth(b, axis, keepdims, False)
 
@@ -225,7 +284,7 @@ def _empty_truth(a, axis, keepdims, value):
 
 def _cumulative(prim, opname):
     def fn(a, axis=None, dtype=None, out=None):
-        _no_out(out, None, opname)
+        _no_out(out, opname)
         a = _strong(a)
         t = type_of(a)
         if axis is None:
