@@ -106,9 +106,13 @@ def shape_of(x) -> tuple:
 def broadcast_shapes(opname, *shapes) -> tuple:
     try:
         return tuple(np.broadcast_shapes(*shapes))
-    except ValueError:
+    except ValueError as e:
+        listed = ' '.join(str(s) for s in shapes)
+        if "too large" in str(e):       # the shapes agree, but their element count overflows
+            raise ShapeError(f"{opname}: operands with shapes {listed} broadcast to more "
+                             f"elements than an array can hold (NumPy: {e})") from None
         raise ShapeError(f"{opname}: operands could not be broadcast together with shapes "
-                         f"{' '.join(str(s) for s in shapes)}") from None
+                         f"{listed}") from None
 
 
 def broadcast_to(x, shape):
