@@ -5,6 +5,9 @@ Python scalars) does on the same call.
 - ``np.power(x, p)`` with a traced scalar ``p``: NumPy's power loop computes sqrt when the
   exponent has stride 0 and equals 0.5, so -0.0 and -inf give -0.0 and NaN (C's pow: 0.0, inf);
   the choice is made at run time, and the exponent keeps pow's derivative.
+- Python floats (and Python ints under ``/``) divided by zero raise ZeroDivisionError, as
+  Python does, for ``/``, ``//``, ``%`` and ``divmod``, at trace time for a concrete zero and at
+  run time for a traced one; NumPy scalars and arrays keep NumPy's inf/nan and warnings.
 """
 from __future__ import annotations
 
@@ -70,3 +73,45 @@ def test_reliability_power_of_traced_half_keeps_pow_derivatives(backend):
         ps = np.array([0.5, 0.25, 0.5])
         got = tj.vmap(lambda p: np.power(SPECIAL, p))(ps)
         _assert_same(got, _numpy(lambda: np.stack([np.power(SPECIAL, p) for p in ps])))
+
+
+DIVISIONS = {"/": lambda a, b: a / b, "//": lambda a, b: a // b, "%": lambda a, b: a % b,
+             "divmod": divmod}
+
+
+def _outcome(fn, *args):
+    """The value, or the class of the error ``fn(*args)`` raises."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fn(*args)
+    except ZeroDivisionError as e:
+        return ZeroDivisionError
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("op", DIVISIONS)
+def test_reliability_python_float_division_by_zero_raises(backend, op):
+    fn = DIVISIONS[op]
+    f = tj.jit(fn, backend=backend)
+    pairs = [(a, b) for a in (1.0, 0.0, -2.5, 3) for b in (0.0, 0, -0.0, 2.0, -3)]
+    pairs += [(1.5, False), (True, 0.0)]
+    pairs += [(np.float64(1.0), np.float64(0.0)), (np.array([1.0, -1.0, 0.0]), 0.0),
+              (np.float32(2.0), 0.0), (np.array([1.0, 0.0]), np.array([0.0, 0.0]))]
+    for a, b in pairs:
+        want = _outcome(fn, a, b)
+        got = _outcome(f, a, b)
+        if want is ZeroDivisionError:
+            assert got is ZeroDivisionError, (a, b, got)
+        else:
+            for g, w in zip(*(x if op == "divmod" else (x,) for x in (got, want))):
+                np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    # a zero computed in the trace: the run-time check
+    with pytest.raises(ZeroDivisionError):
+        tj.jit(lambda a, b: fn(a, b - b), backend=backend)(1.5, 2.0)
+    with pytest.raises(ZeroDivisionError):
+        tj.jit(lambda a, b: fn(a, b * 0.0), backend=backend)(1.5, 2.0)
+    if op == "/":
+        with pytest.raises(ZeroDivisionError):
+            tj.grad(lambda a, b: fn(a, b), argnums=(0, 1))(1.5, 0.0)
+        assert tj.grad(lambda a, b: fn(a, b))(1.5, 2.0) == 0.5

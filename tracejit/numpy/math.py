@@ -14,7 +14,8 @@ from ..custom import custom_jvp
 from ..errors import DTypeError, UnsupportedError
 from ..ops import elementwise as ew
 from ._base import (as_traceable, broadcast_shapes, broadcast_to, convert, elementwise, filled,
-                    implements, inexact, python_int_result, result_type, shape_of)
+                    implements, inexact, python_division, python_int_result, result_type,
+                    shape_of)
 
 __all__ = []
 
@@ -384,9 +385,12 @@ def logical_not(x, /):
 @implements(np.true_divide)
 def true_divide(x1, x2, /):
     """True division; integer operands divide as float64, as NumPy."""
-    dt, _ = _promoted(x1, x2)
+    dt, weak = _promoted(x1, x2)
     if dt.kind in "biu":
         x1, x2 = convert(x1, dtypes.float64, _weak(x1)), convert(x2, dtypes.float64, _weak(x2))
+        if weak:                             # Python ints: k / 0 raises, as in Python
+            python_division(ew.div_p, x2, None)
+            return python_division(ew.div_p, x2, elementwise(ew.div_p, "true_divide", x1, x2))
     return elementwise(ew.div_p, "true_divide", x1, x2)
 
 
