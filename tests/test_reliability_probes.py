@@ -8,9 +8,17 @@ Python scalars) does on the same call.
 - Python floats (and Python ints under ``/``) divided by zero raise ZeroDivisionError, as
   Python does, for ``/``, ``//``, ``%`` and ``divmod``, at trace time for a concrete zero and at
   run time for a traced one; NumPy scalars and arrays keep NumPy's inf/nan and warnings.
+- ``os.fork()`` while another thread makes the process's first trace (which imports the
+  backend): every child deadlocked on the import locks it inherited; now each one traces.
+- ``grad(lambda x: np.sum(x @ x.T))`` of a (300000, 2) array contracted an all-ones (n, n)
+  seed with x (hours of work where NumPy raises MemoryError): a dot_general of a broadcast
+  literal is now a sum (``passes.contract_broadcasts``).
 """
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -115,3 +123,57 @@ def test_reliability_python_float_division_by_zero_raises(backend, op):
         with pytest.raises(ZeroDivisionError):
             tj.grad(lambda a, b: fn(a, b), argnums=(0, 1))(1.5, 0.0)
         assert tj.grad(lambda a, b: fn(a, b))(1.5, 2.0) == 0.5
+
+
+COLD_FORK = """
+import os, signal, sys, threading, time
+import numpy as np, tracejit as tj
+t = threading.Thread(target=lambda: tj.jit(lambda x: np.cos(x) + np.cumsum(x))(np.arange(3.0)))
+t.start()
+start, pids = time.time(), []
+for d in (0.0, 0.02, 0.05, 0.1, 0.2, 0.4):
+    time.sleep(max(0.0, start + d - time.time()))
+    pid = os.fork()
+    if pid == 0:
+        signal.alarm(30)                     # a deadlocked child dies by SIGALRM
+        os._exit(0 if tj.jit(lambda x: x * 3.0 + 1.0)(np.ones(2))[0] == 4.0 else 3)
+    pids.append(pid)
+t.join()
+print([os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in pids])
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+def test_reliability_fork_during_the_first_trace_of_another_thread():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONPATH": root}
+    for _ in range(2):                       # each run a fresh process: a cold backend import
+        out = subprocess.run([sys.executable, "-c", COLD_FORK], capture_output=True, text=True,
+                             env=env, timeout=240)
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert out.stdout.strip().splitlines()[-1] == str([0] * 6), out.stdout
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_reliability_dot_of_broadcast_literal_is_a_sum(backend):
+    rng = np.random.default_rng(1)
+    with using_backend(backend):
+        g = tj.jit(tj.grad(lambda x: np.sum(x @ x.T)))
+        x = rng.normal(size=(50, 2))
+        np.testing.assert_allclose(g(x), 2 * np.ones((50, 50)) @ x, rtol=1e-13)
+        prims = {e.prim.name for e in g.lower(x).graph.eqns}
+        assert "dot_general" not in prims, prims
+        # no (n, n) temporary, no n*n work: n = 300000 (720 GB as NumPy's ones((n, n)))
+        big = np.ones((300000, 2)) if backend == "llvm" else np.ones((3000, 2))
+        assert np.all(g(big) == 2.0 * len(big))
+        cases = [(lambda a, b: np.sum(np.einsum("bij,bjk->bik", a, b)),
+                  (rng.normal(size=(3, 4, 5)), rng.normal(size=(3, 5, 2)))),
+                 (lambda a, b: 3.0 * np.sum(a @ b),
+                  (rng.normal(size=(4, 5)), rng.normal(size=(5, 6)))),
+                 (lambda a, b: np.sum(np.einsum("ijb,jkb->bki", a, b) * 0.5),
+                  (rng.normal(size=(4, 5, 3)), rng.normal(size=(5, 2, 3)))),
+                 (lambda a: np.sum(np.full((4, 3), 2.5) @ a, axis=0), (rng.normal(size=(3, 2)),)),
+                 (lambda a: a @ np.full((3, 2), -1.5), (rng.normal(size=(4, 3)),))]
+        for fn, args in cases:
+            np.testing.assert_allclose(tj.jit(fn)(*args), fn(*args), rtol=1e-13)
+            check_grads(fn, args, order=1, modes=("fwd", "rev"))

@@ -21,7 +21,9 @@ import dataclasses
 import functools
 import inspect
 import logging
+import _thread
 import os
+import sys
 import threading
 import weakref
 from collections import OrderedDict
@@ -739,6 +741,35 @@ def traced_type():
         _traced_type = make_dispatch_type("Traced", Traced, doc=Traced.__doc__)
         _register_fork_hooks()
     return _traced_type
+
+
+def _forget_unfinished_imports():
+    """In a child of ``os.fork``: forget the imports other threads had in progress. tracejit
+    imports its backend lazily (the first trace, the first compile of a kind); a thread of the
+    parent in the middle of such an import holds that module's import lock, which the child
+    inherits held by a thread it does not have, so the child's first trace deadlocked on it
+    (CPython does not reset module locks at fork). The half-executed modules are dropped from
+    ``sys.modules`` (the child imports them afresh) and their locks released. Only CPython's
+    importlib has these tables; elsewhere nothing is done."""
+    import importlib._bootstrap as boot
+    me = threading.get_ident()
+    for name, ref in list(getattr(boot, "_module_locks", {}).items()):
+        lock = ref()
+        if lock is None or not getattr(lock, "count", None) or lock.owner == me:
+            continue
+        module = sys.modules.get(name)
+        if getattr(getattr(module, "__spec__", None), "_initializing", False):
+            del sys.modules[name]
+        lock.lock, lock.wakeup = _thread.allocate_lock(), _thread.allocate_lock()
+        lock.owner, lock.count, lock.waiters = None, type(lock.count)(), 0
+        del boot._module_locks[name]
+    blocking = getattr(boot, "_blocking_on", None)
+    if blocking is not None:
+        for tid in [t for t in blocking if t != me]:
+            blocking.pop(tid, None)
+
+
+os.register_at_fork(after_in_child=_forget_unfinished_imports)
 
 
 def is_traced(obj) -> bool:
