@@ -255,9 +255,8 @@ class Compiled:
         if self.arrays0d - {k for k, _ in (self.writes.aliases if self.writes else ())}:
             return None
         td = sig.treedef
-        # (scalars: traced for NumPy-scalar arguments, which the native entry does not take; a
-        # 0-d array there must be written into, not rebound)
-        if sig.static or sig.scalars or td.kind is not tuple or len(td.children) != 2:
+        # (a 0-d array there must be written into, not rebound)
+        if sig.static or td.kind is not tuple or len(td.children) != 2:
             return None
         args_td, kwargs_td = td.children
         if kwargs_td.children or any(c.kind is not None for c in args_td.children):
@@ -273,9 +272,13 @@ class Compiled:
         w = self.writes
         if w and any(sig.types[i].weak for i in w.leaves):
             return None       # a Python scalar cannot be written: the Python path raises
+        if w and any(i in sig.scalars for i in w.leaves):
+            return None       # (NumPy scalars are immutable: the trace never writes them)
         inputs = []
-        for t in sig.types:
-            if t.weak:
+        for i, t in enumerate(sig.types):
+            if i in sig.scalars:                      # np.float64(1.5), np.int32(3)...
+                inputs.append(("npscalar", t.dtype.type, t.dtype))
+            elif t.weak:
                 py = {"f": float, "i": int, "b": bool, "c": complex}[t.dtype.kind]
                 inputs.append(("pyscalar", py, t.dtype))
             else:
