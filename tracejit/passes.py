@@ -451,7 +451,7 @@ def _dot_of_broadcast(e, producer):
     out = e.outvars[0]
     for const, y, yc, yb, y_first in ((lhs, rhs, rc, rb, False), (rhs, lhs, lc, lb, True)):
         c = _broadcast_literal(const, producer)
-        if c is not None and y.ty.shape[:1] != (None,):
+        if c is not None and None not in y.ty.shape + out.ty.shape:    # (no stacks)
             break
     else:
         return None
