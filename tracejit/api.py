@@ -21,7 +21,9 @@ import dataclasses
 import functools
 import inspect
 import logging
+import _thread
 import os
+import sys
 import threading
 import weakref
 from collections import OrderedDict
@@ -278,9 +280,8 @@ class Compiled:
         if self.arrays0d - {k for k, _ in (self.writes.aliases if self.writes else ())}:
             return None
         td = sig.treedef
-        # (scalars: traced for NumPy-scalar arguments, which the native entry does not take; a
-        # 0-d array there must be written into, not rebound)
-        if sig.static or sig.scalars or td.kind is not tuple or len(td.children) != 2:
+        # (a 0-d array there must be written into, not rebound)
+        if sig.static or td.kind is not tuple or len(td.children) != 2:
             return None
         args_td, kwargs_td = td.children
         if kwargs_td.children or any(c.kind is not None for c in args_td.children):
@@ -296,9 +297,13 @@ class Compiled:
         w = self.writes
         if w and any(sig.types[i].weak for i in w.leaves):
             return None       # a Python scalar cannot be written: the Python path raises
+        if w and any(i in sig.scalars for i in w.leaves):
+            return None       # (NumPy scalars are immutable: the trace never writes them)
         inputs = []
-        for t in sig.types:
-            if t.weak:
+        for i, t in enumerate(sig.types):
+            if i in sig.scalars:                      # np.float64(1.5), np.int32(3)...
+                inputs.append(("npscalar", t.dtype.type, t.dtype))
+            elif t.weak:
                 py = {"f": float, "i": int, "b": bool, "c": complex}[t.dtype.kind]
                 inputs.append(("pyscalar", py, t.dtype))
             else:
@@ -789,6 +794,35 @@ def traced_type():
         _traced_type = make_dispatch_type("Traced", Traced, doc=Traced.__doc__)
         _register_fork_hooks()
     return _traced_type
+
+
+def _forget_unfinished_imports():
+    """In a child of ``os.fork``: forget the imports other threads had in progress. tracejit
+    imports its backend lazily (the first trace, the first compile of a kind); a thread of the
+    parent in the middle of such an import holds that module's import lock, which the child
+    inherits held by a thread it does not have, so the child's first trace deadlocked on it
+    (CPython does not reset module locks at fork). The half-executed modules are dropped from
+    ``sys.modules`` (the child imports them afresh) and their locks released. Only CPython's
+    importlib has these tables; elsewhere nothing is done."""
+    import importlib._bootstrap as boot
+    me = threading.get_ident()
+    for name, ref in list(getattr(boot, "_module_locks", {}).items()):
+        lock = ref()
+        if lock is None or not getattr(lock, "count", None) or lock.owner == me:
+            continue
+        module = sys.modules.get(name)
+        if getattr(getattr(module, "__spec__", None), "_initializing", False):
+            del sys.modules[name]
+        lock.lock, lock.wakeup = _thread.allocate_lock(), _thread.allocate_lock()
+        lock.owner, lock.count, lock.waiters = None, type(lock.count)(), 0
+        del boot._module_locks[name]
+    blocking = getattr(boot, "_blocking_on", None)
+    if blocking is not None:
+        for tid in [t for t in blocking if t != me]:
+            blocking.pop(tid, None)
+
+
+os.register_at_fork(after_in_child=_forget_unfinished_imports)
 
 
 def is_traced(obj) -> bool:

@@ -6,6 +6,7 @@
 - ``fold_constants``: equations whose operands are all literals become a literal.
 - ``sink_negations``: float negations carried into the products and sums that use them
   ((-a)*b = -(a*b), a + (-b) = a - b, ...), exact but for the sign of a NaN (see there).
+- ``contract_broadcasts``: a dot_general with a broadcast literal operand becomes a sum.
 - ``cse``: equal equations (same primitive, params and operands; either order for add and mul)
   are computed once (never two with an effect).
 - ``dce``: equations whose results are unused are dropped (not those that can raise or have
@@ -26,8 +27,10 @@ import numpy as np
 from .bugreport import compiler_stage
 from .config import config
 from .core import full_collections_deferred
-from .ir import Eqn, Graph, Literal, Var, print_graph, verify
+from .ir import Eqn, Graph, Literal, Type, Var, print_graph, verify
 from .ops import elementwise as ew
+from .ops import reductions as red
+from .ops.contraction import dot_general_p
 from .ops.control import while_p
 from .ops import structural as st
 from .transforms.roll import roll
@@ -415,6 +418,73 @@ def sink_negations(graph: Graph) -> Graph:
     return graph.replace(eqns=kept, outvars=outvars)
 
 
+def contract_broadcasts(graph: Graph) -> Graph:
+    """A dot_general one of whose operands is a nonzero finite real literal ``c`` broadcast
+    everywhere is ``c`` times a sum of the other operand, broadcast: O(size) work instead of a
+    product with a temporary that may not fit anywhere. The gradient of ``sum(x @ x.T)`` has
+    one: its seed cotangent (ones of shape (n, n)) contracted with x, which for n = 300000 ran
+    for hours where NumPy raises MemoryError; now it is two sums. Exact but for the order of the
+    additions (``c * sum(y)`` rounds once, where the product rounds each ``c * y``; c = 1 in
+    gradients), which no matmul fixes either."""
+    producer: dict[int, Eqn] = {}
+    kept = []
+    for e in graph.eqns:
+        rewritten = _dot_of_broadcast(e, producer) if e.prim is dot_general_p else None
+        kept.extend(rewritten or (e,))
+        for ne in rewritten or (e,):
+            for v in ne.outvars:
+                producer[id(v)] = ne
+    return graph.replace(eqns=kept) if len(kept) != len(graph.eqns) else graph
+
+
+def _broadcast_literal(a, producer):
+    """The nonzero finite real literal value ``a`` is a broadcast of, or None."""
+    src = producer.get(id(a))
+    if src is None or src.prim is not st.broadcast_in_dim_p or src.params["dims"] != () or \
+            not isinstance(src.invars[0], Literal) or a.ty.dtype.kind not in "iuf":
+        return None
+    c = src.invars[0].value
+    return c if np.isfinite(c) and c != 0 else None
+
+
+def _dot_of_broadcast(e, producer):
+    """The equations computing ``e`` (a dot_general) as ``c * sum(other operand)``, or None."""
+    (lc, rc), (lb, rb) = e.params["contract"], e.params["batch"]
+    lhs, rhs = e.invars
+    out = e.outvars[0]
+    for const, y, yc, yb, y_first in ((lhs, rhs, rc, rb, False), (rhs, lhs, lc, lb, True)):
+        c = _broadcast_literal(const, producer)
+        if c is not None and None not in y.ty.shape + out.ty.shape:    # (no stacks)
+            break
+    else:
+        return None
+    eqns = []
+
+    def emit(prim, x, shape, **params):
+        v = Var(Type(out.ty.dtype, tuple(shape), out.ty.weak))
+        eqns.append(Eqn(prim, (x,), (v,), params, e.source))
+        return v
+
+    shape = y.ty.shape
+    kept = [a for a in range(len(shape)) if a not in yc]       # y's axes left by the sum
+    free = [a for a in kept if a not in yb]
+    s = emit(red.reduce_sum_p, y, [shape[a] for a in kept], axes=tuple(sorted(yc))) if yc else y
+    perm = tuple(kept.index(a) for a in (*yb, *free))          # batch axes first, as the result
+    if perm != tuple(range(len(perm))):
+        s = emit(st.transpose_p, s, [s.ty.shape[i] for i in perm], perm=perm)
+    if c != 1:
+        v = Var(s.ty)
+        eqns.append(Eqn(ew.mul_p, (s, Literal(c, Type(s.ty.dtype, (), True))), (v,), {},
+                        e.source))
+        s = v
+    nb, n_out = len(yb), len(out.ty.shape)
+    at = nb if y_first else n_out - len(free)                  # where y's free axes land
+    dims = (*range(nb), *range(at, at + len(free)))
+    eqns.append(Eqn(st.broadcast_in_dim_p, (s,), (out,),
+                    {"dims": dims, "shape": out.ty.shape}, e.source))
+    return eqns
+
+
 def inline_calls(graph: Graph) -> Graph:
     """Expand call primitives (``props['inline']``: custom_jvp/custom_vjp calls, whose rules
     matter only to AD) into the equations of their sub-graph, and drop AD-only identities
@@ -490,7 +560,8 @@ def _movable(eqn: Eqn) -> bool:
 
 
 PIPELINE = (("inline", inline_calls), ("fold", fold_constants), ("negs", sink_negations),
-            ("identities", simplify_identities), ("hoist", hoist_scans), ("cse", cse),
+            ("identities", simplify_identities), ("contract", contract_broadcasts),
+            ("hoist", hoist_scans), ("cse", cse),
             ("dce", dce))
 # When another round is needed: every pass is a forward walk with substitution, complete in one
 # pass, and each pass's results are seen by the passes after it in the round. So the only work

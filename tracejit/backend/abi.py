@@ -31,6 +31,8 @@ CHECK_BITS = {
     "python_int_overflow": 65536,  # a Python-int computation beyond int64 (OverflowError)
     "python_int_zero_division": 131072,  # Python ints: k // 0, k % 0 (ZeroDivisionError)
     "python_int_negative_shift": 262144,  # Python ints: k << -1 (ValueError)
+    "python_float_division": 2097152,  # Python floats: a / 0.0 (ZeroDivisionError)
+    "python_float_floor_division": 4194304,  # Python floats: a // 0.0, a % 0.0, divmod
     "empty_selection": 8388608,  # x[mask].max() / .min() of no selected element (ValueError)
     "no_convergence": 33554432,  # LAPACK eigh / svd / eig failed (LinAlgError)
 }

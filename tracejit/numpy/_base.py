@@ -113,9 +113,13 @@ def broadcast_shapes(opname, *shapes) -> tuple:
             return nonscalar.pop() if nonscalar else ()
     try:
         return tuple(np.broadcast_shapes(*shapes))
-    except ValueError:
+    except ValueError as e:
+        listed = ' '.join(str(s) for s in shapes)
+        if "too large" in str(e):       # the shapes agree, but their element count overflows
+            raise ShapeError(f"{opname}: operands with shapes {listed} broadcast to more "
+                             f"elements than an array can hold (NumPy: {e})") from None
         raise ShapeError(f"{opname}: operands could not be broadcast together with shapes "
-                         f"{' '.join(str(s) for s in shapes)}") from None
+                         f"{listed}") from None
 
 
 def broadcast_to(x, shape):
@@ -167,6 +171,9 @@ def elementwise(prim, opname, *args, dtype=None, kinds=None):
     shapes = [shape_of(a) for a in ops]
     shape = broadcast_shapes(opname, *shapes)
     ops = [a if shape_of(a) in ((), shape) else broadcast_to(a, shape) for a in ops]
+    python_float = weak and dt == dtypes.float64 and prim.name in _FLOAT_DIVISIONS
+    if python_float:
+        python_division(prim, ops[1], None)      # a concrete zero raises now
     if all(not isinstance(a, Tracer) for a in ops):
         # concrete operands inside a trace: compute now (constant folding at trace time)
         vals = [a.value if isinstance(a, Literal) else a for a in ops]
@@ -174,7 +181,22 @@ def elementwise(prim, opname, *args, dtype=None, kinds=None):
     out = prim.bind(*ops)
     if weak and dt == dtypes.int64:      # Python ints: exact, or an error (never wrapped)
         out = python_int_result(prim, ops, out)
+    elif python_float:
+        out = python_division(prim, ops[1], out)
     return out
+
+
+_FLOAT_DIVISIONS = {"div": "python_float_division", "floordiv": "python_float_floor_division",
+                    "rem": "python_float_floor_division"}
+
+
+def python_division(prim, divisor, out):
+    """``out``, the result of ``prim`` (div, floordiv, rem) on Python numbers, checked as Python
+    does: ZeroDivisionError where ``divisor`` is 0 (NumPy gives inf/nan and a warning)."""
+    zero = concrete(divisor) == 0
+    if out is None and isinstance(zero, Tracer):     # (before the operation: concrete only)
+        return None
+    return _guard(zero, out, _FLOAT_DIVISIONS[prim.name])
 
 
 # exact comparisons with Python ints and uint64 (see intrange.py), used by ``elementwise``

@@ -1,5 +1,5 @@
-"""More of NumPy's float functions on tracers, as composites: fabs, heaviside, float_power,
-logaddexp2, isposinf, isneginf, nan_to_num, and the array-API spellings cumulative_sum,
+"""More of NumPy's float functions on tracers, as composites: fabs, heaviside, divmod,
+float_power, logaddexp2, isposinf, isneginf, nan_to_num, and the array-API spellings cumulative_sum,
 cumulative_prod, vecdot, matvec, vecmat, astype, unstack.
 
 Each follows NumPy's definition (dtypes: integer inputs of the float ufuncs give float64, as
@@ -14,7 +14,7 @@ from ..core import type_of
 from ..errors import DTypeError, UnsupportedError
 from ._base import as_traceable, half_in_float32, implements, normalize_axis
 
-__all__ = ["fabs", "heaviside", "float_power", "logaddexp2", "isposinf", "isneginf",
+__all__ = ["fabs", "heaviside", "divmod", "float_power", "logaddexp2", "isposinf", "isneginf",
            "nan_to_num", "cumulative_sum", "cumulative_prod", "vecdot", "matvec", "vecmat",
            "astype", "unstack"]
 
@@ -46,6 +46,13 @@ def heaviside(x1, x2, /):
     x1, x2 = _inexact_pair(_real_float(x1, "heaviside"), _real_float(x2, "heaviside"))
     out = where(x1 < 0, 0, where(x1 > 0, 1, x2))
     return where(isnan(x1), x1, out).astype(type_of(x1).dtype)
+
+
+@implements(np.divmod)
+def divmod(x1, x2, /):
+    """``(x1 // x2, x1 % x2)``, as NumPy's divmod (also ``divmod(x, y)`` on tracers)."""
+    from .math import floor_divide, remainder
+    return floor_divide(x1, x2), remainder(x1, x2)
 
 
 @implements(np.float_power)

@@ -10,10 +10,12 @@ import numpy as np
 
 from .. import dtypes
 from ..core import Tracer, type_of
+from ..custom import custom_jvp
 from ..errors import DTypeError, UnsupportedError
 from ..ops import elementwise as ew
 from ._base import (as_traceable, broadcast_shapes, broadcast_to, convert, elementwise, filled,
-                    half_in_float32, implements, inexact, python_int_result, result_type, shape_of)
+                    half_in_float32, implements, inexact, python_division, python_int_result,
+                    result_type, shape_of)
 
 __all__ = []
 
@@ -384,9 +386,12 @@ def logical_not(x, /):
 @implements(np.true_divide)
 def true_divide(x1, x2, /):
     """True division; integer operands divide as float64, as NumPy."""
-    dt, _ = _promoted(x1, x2)
+    dt, weak = _promoted(x1, x2)
     if dt.kind in "biu":
         x1, x2 = convert(x1, dtypes.float64, _weak(x1)), convert(x2, dtypes.float64, _weak(x2))
+        if weak:                             # Python ints: k / 0 raises, as in Python
+            python_division(ew.div_p, x2, None)
+            return python_division(ew.div_p, x2, elementwise(ew.div_p, "true_divide", x1, x2))
     return elementwise(ew.div_p, "true_divide", x1, x2)
 
 
@@ -432,20 +437,46 @@ def _no_bool(*xs):
 @implements(np.power)
 def power(x1, x2, /):
     """x1 ** x2. A Python-int exponent becomes integer_pow (exact repeated multiplication).
-    A real array to a scalar exponent 0.5 is its sqrt, as NumPy's power loop computes it
-    (its fast path for an exponent of stride 0: sqrt(-0.0) is -0.0 and sqrt(-inf) NaN, where
-    C's pow, which a NumPy scalar's ``**`` uses (``scalar_power``), gives 0.0 and inf)."""
-    if isinstance(x1, Tracer) and x1.dtype.kind == "f" and _is_half(x2):
-        dt, weak = _promoted(x1, x2)
-        return sqrt(convert(x1, dt, weak))
+    A real array to a scalar exponent equal to 0.5 is its sqrt, as NumPy's power loop computes
+    it (its fast path for an exponent of stride 0: sqrt(-0.0) is -0.0 and sqrt(-inf) NaN, where
+    C's pow, which a NumPy scalar's ``**`` uses (``scalar_power``), gives 0.0 and inf): decided
+    at trace time for a concrete exponent, at run time for a traced one (``_pow_loop``)."""
+    dt, weak = _promoted(x1, x2)
+    if dt in (dtypes.float32, dtypes.float64) and _stride_zero(x1, x2):
+        if isinstance(x1, Tracer) and _is_half(x2):
+            return sqrt(convert(x1, dt, weak))
+        if isinstance(x2, Tracer):
+            return _pow_loop(convert(x1, dt, weak), convert(x2, dt, weak))
     return scalar_power(x1, x2)
 
 
+def _stride_zero(x1, x2):
+    """Whether NumPy's power loop sees the exponent with stride 0: a 0-d one, or a size-1 one
+    broadcast over more elements (two 1-element 1-d arrays take the general loop)."""
+    size2 = int(np.prod(shape_of(x2)))
+    out = broadcast_shapes("power", shape_of(x1), shape_of(x2))
+    return not shape_of(x2) or (size2 == 1 and int(np.prod(out)) > 1)
+
+
 def _is_half(x):
-    """Whether ``x`` is a concrete scalar 0.5 (a Python or NumPy float, a 0-d array)."""
+    """Whether ``x`` is a concrete scalar 0.5 (a Python or NumPy float, a size-1 array)."""
     from ._base import concrete
     x = concrete(x)
-    return isinstance(x, (float, np.floating, np.ndarray)) and np.ndim(x) == 0 and x == 0.5
+    return isinstance(x, (float, np.floating, np.ndarray)) and np.size(x) == 1 and x == 0.5
+
+
+def _pow_loop_value(x, p):
+    return where(equal(p, 0.5), sqrt(x), elementwise(ew.pow_p, "power", x, p))
+
+
+def _pow_loop_jvp(primals, tangents):
+    """pow's own derivative (the sqrt branch would lose the exponent's tangent)."""
+    return _pow_loop(*primals), ew.pow_p.jvp(primals, tangents)[1]
+
+
+_pow_loop = custom_jvp(_pow_loop_value)
+_pow_loop.trace_cache = {}
+_pow_loop.defjvp(_pow_loop_jvp)
 
 
 def scalar_power(x1, x2):

@@ -13,8 +13,8 @@ import numpy as np
 from .. import dtypes
 from ..core import Tracer
 from ..errors import UnsupportedError
-from . import (creation, dispatch, indexing, logic, math, mutation, products, reductions,
-               sorting)
+from . import (creation, dispatch, floatfns, indexing, logic, math, mutation, products,
+               reductions, sorting)
 from ._base import convert
 # (not ``from . import shape, nonzero``: imported after the namespace, those names are its
 # functions np.shape and np.nonzero)
@@ -127,6 +127,7 @@ _METHODS = {
     "__truediv__": math.true_divide, "__rtruediv__": _swap(math.true_divide),
     "__floordiv__": math.floor_divide, "__rfloordiv__": _swap(math.floor_divide),
     "__mod__": math.remainder, "__rmod__": _swap(math.remainder),
+    "__divmod__": floatfns.divmod, "__rdivmod__": _swap(floatfns.divmod),
     "__pow__": _pow, "__rpow__": _swap(math.power),
     "__matmul__": products.matmul, "__rmatmul__": _swap(products.matmul),
     "__neg__": lambda self: math.negative(convert(self, dtypes.int64) if self.ty.weak and

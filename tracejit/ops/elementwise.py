@@ -505,6 +505,9 @@ ERRORS = {
                                            "as an array of an explicit dtype"),
     "python_int_zero_division": (ZeroDivisionError, "integer division or modulo by zero"),
     "python_int_negative_shift": (ValueError, "negative shift count"),
+    # Python floats computed in a trace (numpy/_base.py, ``elementwise``): Python's errors
+    "python_float_division": (ZeroDivisionError, "float division by zero"),
+    "python_float_floor_division": (ZeroDivisionError, "float floor division or modulo by zero"),
     # numpy.linalg (numpy/factor.py), from the flag output of a linalg primitive
     "singular_matrix": (np.linalg.LinAlgError, "Singular matrix"),
     "not_positive_definite": (np.linalg.LinAlgError, "Matrix is not positive definite"),

@@ -19,7 +19,8 @@ Invariants:
   under stable names (``tj_PyArray_Type``, ``tj_PyArray_Empty``, ``tj_descr_<dtype name>``), so
   the IR itself does not depend on the process;
 - array inputs must be exactly ``ndarray`` with the canonical descr singleton of the dtype, the
-  signature's shape, and C_CONTIGUOUS|ALIGNED; scalars must be exactly float/int/complex/bool;
+  signature's shape, and C_CONTIGUOUS|ALIGNED; scalars must be exactly float/int/complex/bool
+  or exactly the NumPy scalar type of the signature (``tj_sctype_<dtype name>``);
 - an argument the function writes into (``EntrySpec.writes``) must also be WRITEABLE and share
   no byte with another array argument (C-contiguous extents compared), since the kernel was
   compiled for separate arrays; it is written in place by the kernel or copied in after the
@@ -45,7 +46,8 @@ from llvmlite import ir
 from ..engine import jit
 from . import pyabi_reuse, pyobj
 from .pyobj import (_KEEP, ARR_DATA, ARR_DESCR, ARR_DIMS, ARR_FLAGS, ARR_ND, COMPLEX_IMAG,
-                    COMPLEX_REAL, FLOAT_VAL, NPY_WRITEABLE, OB_TYPE, TUPLE_ITEMS, declare,
+                    COMPLEX_REAL, FLOAT_VAL, NPSCALAR_VAL, NPY_WRITEABLE, OB_TYPE, TUPLE_ITEMS,
+                    declare,
                     descr_symbol, external, f32, f64, field_ptr, i1, i8, i32, i64, load_at,
                     ptr)
 
@@ -62,8 +64,9 @@ _SCALAR_TYPE = {"f": "PyFloat_Type", "i": "PyLong_Type", "c": "PyComplex_Type", 
 class EntrySpec:
     """One signature of a compiled graph.
 
-    inputs:  per input leaf ``("array", dtype, shape)`` or ``("pyscalar", type, dtype)`` where
-             ``type`` is float, int, complex or bool;
+    inputs:  per input leaf ``("array", dtype, shape)``, ``("pyscalar", type, dtype)`` where
+             ``type`` is float, int, complex or bool, or ``("npscalar", scalar type, dtype)``
+             (exactly ``np.float64``, ``np.int32``...: its value is the argument's);
     outputs: per output leaf ``(dtype, shape)``;
     return_tuple: return a tuple of arrays (required when there is not exactly one output);
     release_gil: drop the GIL around the kernel call (worth it only for large work);
@@ -105,6 +108,11 @@ class EntrySpec:
                 if dt.kind not in _ALLOWED[kind]:
                     raise TypeError(f"tracejit: cannot pass a Python {leaf[1].__name__} as {dt}")
                 ins.append(("pyscalar", leaf[1], dt))
+            elif leaf[0] == "npscalar":
+                dt = np.dtype(leaf[2])
+                if dt.kind not in "biufc" or dt.itemsize > 8 * (1 + (dt.kind == "c")):
+                    raise TypeError(f"tracejit: no native NumPy-scalar argument of {dt}")
+                ins.append(("npscalar", dt.type, dt))
             else:
                 raise ValueError(f"bad input leaf {leaf!r}")
         outs = tuple((np.dtype(dt), tuple(int(d) for d in shape)) for dt, shape in self.outputs)
@@ -241,7 +249,7 @@ def emit_entry(module, kernel_fn, spec) -> ir.Function:
 
     b = ir.IRBuilder(entry)
     bufs = b.alloca(ir.ArrayType(ptr, n_in + n_out), name="bufs")
-    slots = [b.alloca(_slot_type(leaf[2]), name=f"arg{i}.slot") if leaf[0] == "pyscalar" else None
+    slots = [b.alloca(_slot_type(leaf[2]), name=f"arg{i}.slot") if leaf[0] != "array" else None
              for i, leaf in enumerate(spec.inputs)]
     overflow = b.alloca(i32, name="overflow")
 
@@ -284,6 +292,13 @@ def emit_entry(module, kernel_fn, spec) -> ir.Function:
                 require(ok, f"arg{i}.shape")
             objs[i], data[i] = obj, load_at(b, obj, ARR_DATA, ptr)
             set_buf(i, data[i])
+            continue
+        if leaf[0] == "npscalar":            # exactly the NumPy scalar type: its value as is
+            dt = leaf[2]
+            sctype = external(module, pyobj.scalar_type_symbol(dt))
+            require(b.icmp_unsigned("==", tp, sctype), f"arg{i}.type")
+            b.store(load_at(b, obj, NPSCALAR_VAL, _slot_type(dt)), slots[i])
+            set_buf(i, slots[i])
             continue
         _, pytype, dt = leaf
         kind = _SCALAR_KIND[pytype]

@@ -27,6 +27,7 @@ from ..engine import jit
 OB_REFCNT, OB_TYPE, OB_SIZE = 0, 8, 16
 FLOAT_VAL = 16
 COMPLEX_REAL, COMPLEX_IMAG = 16, 24
+NPSCALAR_VAL = 16                    # a NumPy scalar's value (obval), after the object header
 TUPLE_ITEMS = LIST_ITEMS = 24        # tuple: the items inline; list: a pointer to them
 ARR_DATA, ARR_ND, ARR_DIMS, ARR_STRIDES, ARR_DESCR, ARR_FLAGS, ARR_WEAKLIST = (
     16, 24, 32, 40, 56, 64, 72)
@@ -57,6 +58,7 @@ def _self_check() -> str | None:
     peek = lambda t, addr: t.from_address(addr).value  # noqa: E731
     a = np.arange(6.0).reshape(2, 3)
     x, z, t, view = 2.5, complex(1.5, -2.0), (a,), a[:, ::2]   # held: id() of live objects
+    npf, npi, npc, npb = np.float32(1.5), np.int16(-7), np.complex128(1.5 - 2j), np.bool_(True)
     lst, ref = [a, x, z], weakref.ref(a)
     checks = [
         peek(ctypes.c_void_p, id(a) + OB_TYPE) == id(np.ndarray),
@@ -75,6 +77,11 @@ def _self_check() -> str | None:
         peek(ctypes.c_double, id(x) + FLOAT_VAL) == 2.5,
         peek(ctypes.c_double, id(z) + COMPLEX_IMAG) == -2.0,
         peek(ctypes.c_void_p, id(t) + TUPLE_ITEMS) == id(a),
+        peek(ctypes.c_void_p, id(npf) + OB_TYPE) == id(np.float32),
+        peek(ctypes.c_float, id(npf) + NPSCALAR_VAL) == 1.5,
+        peek(ctypes.c_int16, id(npi) + NPSCALAR_VAL) == -7,
+        peek(ctypes.c_double, id(npc) + NPSCALAR_VAL + 8) == -2.0,
+        peek(ctypes.c_uint8, id(npb) + NPSCALAR_VAL) == 1,
         _array_api()[_API_ARRAY_TYPE] == id(np.ndarray),
         np.dtype("float64") is np.arange(2.0).dtype,
     ]
@@ -109,6 +116,17 @@ def descr_symbol(dtype) -> str:
         jit.add_symbol(name, id(canon))
         _KEEP.append(canon)
         _descr_symbols[dt] = name
+    return name
+
+
+def scalar_type_symbol(dtype) -> str:
+    """Stable symbol name whose address is the NumPy scalar type of ``dtype`` (np.float64...)."""
+    dt = np.dtype(dtype)
+    name = f"tj_sctype_{dt.name}"
+    if name not in _descr_symbols:
+        jit.add_symbol(name, id(dt.type))
+        _KEEP.append(dt.type)
+        _descr_symbols[name] = name
     return name
 
 
