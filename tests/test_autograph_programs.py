@@ -1,0 +1,92 @@
+"""Python written as in public example programs (autograd's examples: samplers, optimizers,
+simulations), traced unmodified: loop integers behave as the Python ints they are, and every
+transform, the low-level ``jvp``/``vjp``/``linearize`` included, converts Python control flow
+on traced values (tracejit/autograph*.py)."""
+import numpy as np
+import pytest
+
+import tracejit as tj
+from tracejit.test_util import check_grads, using_backend
+
+BACKENDS = ["llvm", "interpret"]
+
+
+def decay_schedule(x, n):
+    # a float32 state updated with the loop integer, over a range with a traced bound
+    s = x
+    for i in range(1, n, 2):
+        s = s * np.float32(0.75) + i * s - 2 * i
+    return s
+
+
+def damped_until(x):
+    # a Taylor-style loop: the break depends on traced data, the update on the index
+    total = x
+    for i in range(30):
+        total = total * 0.5 + x * i
+        if np.abs(total).max() > 10:
+            break
+    return total
+
+
+def countdown(x, n):
+    for k in range(n, 0, -3):             # a negative step, traced start
+        x = x + k * x.dtype.type(0.1)
+    return x
+
+
+@pytest.fixture(scope="module")
+def rng():
+    return np.random.default_rng(1818)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_integer_of_a_converted_for_is_a_weak_python_int(backend, rng):
+    with using_backend(backend):
+        f, g, h = tj.trace(decay_schedule), tj.trace(damped_until), tj.trace(countdown)
+        for shape in [(), (3,), (2, 4)]:
+            for dtype in (np.float32, np.float64):
+                x = rng.normal(size=shape).astype(dtype)
+                for n in (0, 1, 6, 9):
+                    want = decay_schedule(x, n)
+                    got = f(x, np.asarray(n))          # an array: a traced bound
+                    assert got.dtype == dtype, (got.dtype, dtype)
+                    np.testing.assert_allclose(got, want, rtol=1e-6)
+                    want = countdown(x, n)
+                    got = h(x, np.asarray(n))
+                    assert got.dtype == dtype
+                    np.testing.assert_allclose(got, want, rtol=1e-6)
+                got, want = g(x), damped_until(x)
+                assert got.dtype == dtype
+                np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_weak_loop_integer_derivatives_and_vmap(rng):
+    x = rng.normal(size=3)
+    check_grads(damped_until, (x,), order=2, modes=("fwd", "rev"))
+    check_grads(lambda x: decay_schedule(x, np.asarray(7)), (x,), order=2,
+                modes=("fwd", "rev"))
+    xs = (rng.normal(size=(4, 3)) * [[1], [5], [0.1], [20]]).astype(np.float32)
+    got = tj.vmap(damped_until)(xs)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, np.stack([damped_until(v) for v in xs]), rtol=1e-6)
+
+
+def test_jvp_vjp_linearize_and_jacobians_convert_control_flow(rng):
+    # called on arrays, outside any trace: they retry with conversion as grad and jit do
+    for x in (rng.normal(size=3), 5 * rng.normal(size=3)):
+        out, vjp_fn = tj.vjp(damped_until, x)
+        np.testing.assert_allclose(out, damped_until(x), rtol=1e-12)
+        jac = tj.jacfwd(damped_until)(x)
+        np.testing.assert_allclose(tj.jacrev(damped_until)(x), jac, rtol=1e-12)
+        ct = rng.normal(size=3)
+        np.testing.assert_allclose(vjp_fn(ct)[0], ct @ jac, rtol=1e-12)
+        t = rng.normal(size=3)
+        p, tan = tj.jvp(damped_until, (x,), (t,))
+        np.testing.assert_allclose(p, damped_until(x), rtol=1e-12)
+        np.testing.assert_allclose(tan, jac @ t, rtol=1e-12)
+        _, f_jvp = tj.linearize(damped_until, x)
+        np.testing.assert_allclose(f_jvp(t), jac @ t, rtol=1e-12)
+        eps = 1e-6
+        fd = (damped_until(x + eps * t) - damped_until(x - eps * t)) / (2 * eps)
+        np.testing.assert_allclose(tan, fd, rtol=1e-5, atol=1e-8)
