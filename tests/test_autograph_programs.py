@@ -90,3 +90,34 @@ def test_jvp_vjp_linearize_and_jacobians_convert_control_flow(rng):
         eps = 1e-6
         fd = (damped_until(x + eps * t) - damped_until(x - eps * t)) / (2 * eps)
         np.testing.assert_allclose(tan, fd, rtol=1e-5, atol=1e-8)
+
+
+def test_gradient_of_a_one_element_output(rng):
+    # acquisition functions and flattened objectives return shape (1,) (np.atleast_2d inputs)
+    w = rng.normal(size=(3, 1))
+
+    def acquisition(x):
+        x = np.atleast_2d(x)
+        return np.sin(x @ w).ravel() + np.sum(x ** 2)
+
+    x = rng.normal(size=3)
+    value, g = tj.value_and_grad(acquisition)(x)
+    assert value.shape == (1,)
+    np.testing.assert_allclose(value, acquisition(x), rtol=1e-12)
+    np.testing.assert_allclose(g, np.cos(x @ w[:, 0]) * w[:, 0] + 2 * x, rtol=1e-12)
+    check_grads(lambda x: acquisition(x)[0], (x,), order=2, modes=("rev",))
+    with pytest.raises(tj.InputError, match="scalar output"):
+        tj.grad(lambda x: x * 2)(np.ones(2))
+
+
+def test_a_numpy_generator_made_before_the_trace_does_not_crash_it():
+    # NumPy's own C code calls np.empty while the creation functions are wrapped: it must get
+    # NumPy's function (a tracer handed to Cython was a segfault)
+    rs = np.random.RandomState(0)
+    gen = np.random.default_rng(0)
+
+    def f(x):
+        return x * rs.randn(4, 3).sum(0) + gen.normal(size=3) + rs.uniform(size=(2, 3))[0]
+
+    out = tj.trace(f)(np.ones(3))
+    assert out.shape == (3,) and np.isfinite(out).all()
