@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import tracejit as tj
+from tracejit.errors import ConcretizationError
 from tracejit.test_util import check_grads, using_backend
 
 BACKENDS = ["llvm", "interpret"]
@@ -121,3 +122,60 @@ def test_a_numpy_generator_made_before_the_trace_does_not_crash_it():
 
     out = tj.trace(f)(np.ones(3))
     assert out.shape == (3,) and np.isfinite(out).all()
+
+
+def _svi_objective(D, num_samples, rs):
+    # black-box variational inference as written with NumPy: a generator made outside the
+    # traced function, drawn from inside it on every evaluation
+    def objective(params, t):
+        mean, log_std = params[:D], params[D:]
+        samples = rs.randn(num_samples, D) * np.exp(log_std) + mean
+        return -np.mean(-0.5 * np.sum(samples ** 2, axis=1)) - np.sum(log_std) + 0 * t
+    return objective
+
+
+def _svi_gradient_numpy(params, z):
+    D = z.shape[1]
+    mean, log_std = params[:D], params[D:]
+    y = z * np.exp(log_std) + mean
+    return np.concatenate([y.mean(0), (y * z * np.exp(log_std)).mean(0) - 1])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_draws_from_a_numpy_generator_run_each_call_as_in_numpy(backend, rng):
+    D, n = 3, 7
+    with using_backend(backend):
+        for make in (np.random.RandomState, np.random.default_rng):
+            rs, twin = make(5), make(5)
+            draw = (lambda g: g.randn(n, D)) if make is np.random.RandomState else \
+                (lambda g: g.standard_normal((n, D)))
+            if make is not np.random.RandomState:
+                def objective(params, t, rs=rs):
+                    mean, log_std = params[:D], params[D:]
+                    z = rs.standard_normal((n, D))
+                    y = z * np.exp(log_std) + mean
+                    return -np.mean(-0.5 * np.sum(y ** 2, axis=1)) - np.sum(log_std)
+            else:
+                objective = _svi_objective(D, n, rs)
+            grad = tj.grad(objective)
+            params = rng.normal(size=2 * D)
+            for step in range(4):           # the compiled gradient draws anew every call
+                g = grad(params, step)
+                np.testing.assert_allclose(g, _svi_gradient_numpy(params, draw(twin)),
+                                           rtol=1e-12)
+                params = params - 0.1 * g
+            # the generator is where the NumPy program leaves it
+            np.testing.assert_array_equal(draw(rs), draw(twin))
+            assert "numpy_draw" in str(grad.ir(params, 0))
+
+
+def test_a_draw_with_traced_arguments_is_refused_with_advice():
+    rs = np.random.RandomState(0)
+
+    def f(mu):
+        return np.sum(rs.normal(mu, 1.0))
+    with pytest.raises((tj.UnsupportedError, ConcretizationError)):
+        tj.grad(f)(np.zeros(3))             # (NumPy's C code asks for the array: refused)
+    from tracejit.callback import numpy_draw
+    with pytest.raises(tj.UnsupportedError, match="concrete arguments"):
+        tj.trace(lambda mu: numpy_draw(rs.normal, mu, 1.0))(np.zeros(3))

@@ -444,12 +444,22 @@ class Traced:
         if count:
             with _cache_lock:
                 self._traces += 1
+        # NumPy generator objects the function can reach: a trace that draws from one is redone
+        # converted, so that the compiled code draws each time it runs (autograph.call)
+        gens = autograph.generators_of(self.fun) if config.autograph and \
+            not self._autograph else []
+        before = autograph.states(gens)
         try:
             graph, captured = make_graph(flat_fun, sig.types)
+            if gens and autograph.drew(gens, before):
+                self._autograph = True
+                out_tree_box.clear()
+                graph, captured = make_graph(flat_fun, sig.types)
         except ConcretizationError as exc:
             if not (getattr(exc, "control_flow", False) and config.autograph) or \
                     self._autograph:
                 raise
+            autograph.drew(gens, before)
             self._autograph = True     # Python branched on a traced value: convert it, again
             graph, captured = make_graph(flat_fun, sig.types)
         assert not captured

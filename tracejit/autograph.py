@@ -23,7 +23,13 @@ object and rewritten (autograph_rewrite.py) so that
 - ``a if t else b``, ``and``, ``or``, ``not`` take the traced forms (cond, logical_and/or/not)
   only for traced operands, Python's otherwise;
 - calls of other user functions go through :func:`call`, which converts them too (library code:
-  NumPy, SciPy, tracejit, the standard library, site-packages, is called as is).
+  NumPy, SciPy, tracejit, the standard library, site-packages, is called as is);
+- a draw from a NumPy ``RandomState``/``Generator`` object made outside the trace
+  (``rs.randn(n)``, where NumPy's C methods cannot be intercepted) becomes ``numpy_draw``, run
+  each time the compiled code runs, as the NumPy program would. A trace after which such a
+  generator reachable from the function (closures, defaults, globals it names, the functions
+  those hold) has moved is traced again converted, the generator's state put back first
+  (:func:`generators_of`, :func:`drew`).
 
 Variables follow Python: a loop variable ends with the last item (unchanged when the loop ran
 zero times); a variable first assigned inside a loop that became a while_loop, or in an ``if``
@@ -53,13 +59,14 @@ from . import autograph_rewrite
 from .autograph_control import (Undefined, for_stmt, if_return, if_stmt,  # noqa: F401
                                 is_traced_bool, pred_of, range_, while_stmt)
 from .config import config
-from .core import Tracer
+from .core import Tracer, current_builder
 
 _active: contextvars.ContextVar = contextvars.ContextVar("tracejit_autograph", default=False)
 # variable name -> why a converted construct left it unassigned (explains an UnboundLocalError)
 _unbound_why: contextvars.ContextVar = contextvars.ContextVar("tracejit_autograph_unbound",
                                                              default=None)
 _factories: dict = {}          # code object -> factory (or None: cannot be converted)
+_GENERATORS = (np.random.RandomState, np.random.Generator)
 
 
 def active() -> bool:
@@ -80,8 +87,13 @@ def enabled(on: bool = True):
 # --- running converted code ------------------------------------------------------------------
 
 def call(fn, *args, **kwargs):
-    """``fn(*args, **kwargs)``, with ``fn`` converted when conversion is on and it is user code."""
+    """``fn(*args, **kwargs)``, with ``fn`` converted when conversion is on and it is user code;
+    a draw from a NumPy generator object (``rs.randn(n)``) runs when the compiled code runs."""
     if _active.get() and config.autograph:
+        if isinstance(getattr(fn, "__self__", None), _GENERATORS) and \
+                current_builder() is not None:
+            from .callback import numpy_draw
+            return numpy_draw(fn, *args, **kwargs)
         conv = converted(fn)
         if conv is not None:
             try:
@@ -215,3 +227,80 @@ def _filled(cell) -> bool:
     except ValueError:
         return False
     return True
+
+
+# --- NumPy generators drawn from while tracing ----------------------------------------------
+
+def _names(code):
+    """The global names ``code`` and the functions defined in it read."""
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names |= _names(c)
+    return names
+
+
+def generators_of(fn, depth: int = 6) -> list:
+    """The NumPy RandomState/Generator objects reachable from ``fn`` through closures,
+    defaults, the globals its code names, bound methods, partials, wrapped functions and
+    small containers (``depth`` levels): the ones a trace of ``fn`` may draw from."""
+    found, seen = [], set()
+
+    def visit(obj, d):
+        if id(obj) in seen or d < 0:
+            return
+        seen.add(id(obj))
+        if isinstance(obj, _GENERATORS):
+            found.append(obj)
+        elif isinstance(obj, types.MethodType):
+            visit(obj.__func__, d)
+            visit(obj.__self__, d - 1)
+        elif isinstance(obj, functools.partial):
+            for v in (obj.func, *obj.args, *obj.keywords.values()):
+                visit(v, d - 1)
+        elif isinstance(obj, types.FunctionType):
+            cells = [c.cell_contents for c in obj.__closure__ or () if _filled(c)]
+            g = obj.__globals__
+            for v in cells + list(obj.__defaults__ or ()) + list(
+                    (obj.__kwdefaults__ or {}).values()) + \
+                    [g[n] for n in _names(obj.__code__) if n in g]:
+                visit(v, d - 1)
+        elif isinstance(obj, (list, tuple)) and len(obj) <= 64:
+            for v in obj:
+                visit(v, d - 1)
+        elif isinstance(obj, dict) and len(obj) <= 64:
+            for v in obj.values():
+                visit(v, d - 1)
+        elif getattr(obj, "__wrapped__", None) is not None and not isinstance(obj, type):
+            visit(obj.__wrapped__, d)              # tracejit's traced and derivative objects
+    visit(fn, depth)
+    return found
+
+
+def _state(g):
+    return g.get_state() if isinstance(g, np.random.RandomState) else g.bit_generator.state
+
+
+def states(gens) -> list:
+    return [_state(g) for g in gens]
+
+
+def drew(gens, before) -> list:
+    """The generators among ``gens`` whose state moved since ``before`` (put back as it was)."""
+    moved = []
+    for g, old in zip(gens, before):
+        if not _same(_state(g), old):
+            moved.append(g)
+            if isinstance(g, np.random.RandomState):
+                g.set_state(old)
+            else:
+                g.bit_generator.state = old
+    return moved
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return bool(np.array_equal(a, b))

@@ -38,6 +38,8 @@ def make_factory(fn):
     if fdef is None:
         return None
     fdef.decorator_list = []
+    _strip_header(fdef.args)
+    fdef.returns = None
     filename = fn.__code__.co_filename
     fdef = _Converter(filename).visit(fdef)
     freevars = list(fn.__code__.co_freevars)
@@ -54,6 +56,17 @@ def make_factory(fn):
     except SyntaxError:
         return None
     return namespace["__tj_factory"]
+
+
+def _strip_header(args):
+    """Default values and annotations as None placeholders: the factory runs the ``def`` where
+    the names they read may not exist (``rs=rs`` of an enclosing function's local), and
+    autograph.converted sets the function's own defaults afterwards."""
+    args.defaults = [ast.Constant(None) for _ in args.defaults]
+    args.kw_defaults = [None if d is None else ast.Constant(None) for d in args.kw_defaults]
+    for a in args.posonlyargs + args.args + args.kwonlyargs + \
+            [x for x in (args.vararg, args.kwarg) if x is not None]:
+        a.annotation = None
 
 
 def _lambda_def(tree, fn):
