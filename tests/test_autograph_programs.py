@@ -179,3 +179,34 @@ def test_a_draw_with_traced_arguments_is_refused_with_advice():
     from tracejit.callback import numpy_draw
     with pytest.raises(tj.UnsupportedError, match="concrete arguments"):
         tj.trace(lambda mu: numpy_draw(rs.normal, mu, 1.0))(np.zeros(3))
+
+
+SMOKE = np.random.default_rng(7).uniform(size=(6, 5))     # an image loaded with NumPy
+
+
+def semi_lagrangian(vx, vy):
+    # advection as in a fluid simulation: a NumPy array read at indices computed from traced
+    # velocities (NumPy's own indexing would ask for their values)
+    rows, cols = SMOKE.shape
+    ys, xs = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+    cx, cy = (xs - vx).ravel(), (ys - vy).ravel()
+    left, top = np.floor(cx).astype(int), np.floor(cy).astype(int)
+    rw, bw = cx - left, cy - top
+    left, top = np.mod(left, cols), np.mod(top, rows)
+    right, bot = np.mod(left + 1, cols), np.mod(top + 1, rows)
+    out = (1 - rw) * ((1 - bw) * SMOKE[top, left] + bw * SMOKE[bot, left]) + \
+        rw * ((1 - bw) * SMOKE[top, right] + bw * SMOKE[bot, right])
+    return np.sum(out.reshape(rows, cols)[1:, ::2] ** 2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_numpy_array_indexed_by_traced_indices(backend, rng):
+    vx, vy = rng.uniform(-2, 2, size=(2,) + SMOKE.shape)
+    with using_backend(backend):
+        np.testing.assert_allclose(tj.trace(semi_lagrangian)(vx, vy), semi_lagrangian(vx, vy),
+                                   rtol=1e-12)
+    g = tj.grad(semi_lagrangian, argnums=(0, 1))(vx, vy)
+    t = rng.normal(size=vx.shape)
+    eps = 1e-6
+    fd = (semi_lagrangian(vx + eps * t, vy) - semi_lagrangian(vx - eps * t, vy)) / (2 * eps)
+    np.testing.assert_allclose(np.sum(g[0] * t), fd, rtol=1e-5)

@@ -20,6 +20,8 @@ object and rewritten (autograph_rewrite.py) so that
 - ``break``, ``continue`` and ``return`` inside loops become flags first (``while not broken
   and t``; the statements after one run under ``if not flag``; a return stores its value,
   carried by the loops as zeros until set, and the function returns it after them);
+- ``a[i]`` reads a NumPy array indexed by traced values through a traced copy of it
+  (:func:`getitem`);
 - ``a if t else b``, ``and``, ``or``, ``not`` take the traced forms (cond, logical_and/or/not)
   only for traced operands, Python's otherwise;
 - calls of other user functions go through :func:`call`, which converts them too (library code:
@@ -177,6 +179,19 @@ def _extreme(builtin, name):
 
 max_ = _extreme(max, "maximum")      # max(a, b) of traced values: np.maximum (not a branch)
 min_ = _extreme(min, "minimum")
+
+
+slice_ = slice
+
+
+def getitem(value, index):
+    """``value[index]``; a NumPy array indexed by traced values is read as a traced array (NumPy
+    itself would ask for the index's concrete value)."""
+    if isinstance(value, np.ndarray) and any(
+            isinstance(i, Tracer) for i in (index if isinstance(index, tuple) else (index,))) \
+            and current_builder() is not None:
+        value = current_builder().constant(value)
+    return value[index]
 
 
 def not_(x):

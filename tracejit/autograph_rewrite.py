@@ -539,3 +539,23 @@ class _Converter(ast.NodeTransformer):
 
     def visit_Lambda(self, node):
         return node                                # (their bodies stay as written)
+
+    def visit_Subscript(self, node):
+        """``a[i]`` read as ``__tj.getitem(a, i)`` (a NumPy array indexed by traced values is
+        read through a traced copy); slices become ``slice`` objects."""
+        self.generic_visit(node)
+        if not isinstance(node.ctx, ast.Load):
+            return node
+        return ast.copy_location(ast.Call(_tj("getitem"), [node.value, _index(node.slice)], []),
+                                 node)
+
+
+def _index(node):
+    """An index expression (``1:n, ::2``) as an expression building it."""
+    if isinstance(node, ast.Slice):
+        parts = [p if p is not None else ast.Constant(None)
+                 for p in (node.lower, node.upper, node.step)]
+        return ast.copy_location(ast.Call(_tj("slice_"), parts, []), node)
+    if isinstance(node, ast.Tuple):
+        return ast.copy_location(ast.Tuple([_index(e) for e in node.elts], ast.Load()), node)
+    return node
