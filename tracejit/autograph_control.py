@@ -518,6 +518,3 @@ def _error(message, line):
     e = ConcretizationError(f"{message} ({line})")
     e.tracejit_construct = True          # names the converted construct: not annotated again
     return e
-
-
-# --- converting ------------------------------------------------------------------------------
