@@ -210,3 +210,42 @@ def test_a_numpy_array_indexed_by_traced_indices(backend, rng):
     eps = 1e-6
     fd = (semi_lagrangian(vx + eps * t, vy) - semi_lagrangian(vx - eps * t, vy)) / (2 * eps)
     np.testing.assert_allclose(np.sum(g[0] * t), fd, rtol=1e-5)
+
+
+def _hmm_log_partition(natural_params, data):
+    # an HMM's forward recursion over several sequences, written as in an EM example
+    if isinstance(data, list):
+        return sum(_hmm_log_partition(natural_params, seq) for seq in data)
+    from tracejit.scipy.special import logsumexp
+    log_pi, log_A, log_B = natural_params
+    log_alpha = log_pi
+    for y in data:
+        log_alpha = logsumexp(log_alpha[:, None] + log_A, axis=0) + log_B[:, y]
+    return logsumexp(log_alpha)
+
+
+def test_gradient_of_a_long_recursion_compiles():
+    # ~300 steps: sinking the views of its derivative through the chain overflowed Python's
+    # recursion in fusion planning (backend/plan/sinkviews.py); ~20 s of compile on one core
+    from scipy.special import logsumexp
+    rng = np.random.default_rng(0)
+    S, O = 6, 11
+    params = [np.log(rng.dirichlet(np.ones(S))), np.log(rng.dirichlet(np.ones(S), size=S)),
+              np.log(rng.dirichlet(np.ones(O), size=S))]
+    data = [rng.integers(0, O, size=60 + k) for k in range(5)]
+    value, g = tj.value_and_grad(_hmm_log_partition)(params, data)
+
+    def reference(p):
+        total = 0.0
+        for seq in data:
+            a = p[0]
+            for y in seq:
+                a = logsumexp(a[:, None] + p[1], axis=0) + p[2][:, y]
+            total += logsumexp(a)
+        return total
+    np.testing.assert_allclose(value, reference(params), rtol=1e-12)
+    t = rng.normal(size=S)
+    eps = 1e-6
+    fd = (reference([params[0] + eps * t] + params[1:]) -
+          reference([params[0] - eps * t] + params[1:])) / (2 * eps)
+    np.testing.assert_allclose(np.dot(g[0], t), fd, rtol=1e-6)
