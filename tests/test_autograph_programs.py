@@ -176,7 +176,7 @@ def test_a_draw_with_traced_arguments_is_refused_with_advice():
         return np.sum(rs.normal(mu, 1.0))
     with pytest.raises((tj.UnsupportedError, ConcretizationError)):
         tj.grad(f)(np.zeros(3))             # (NumPy's C code asks for the array: refused)
-    from tracejit.callback import numpy_draw
+    from tracejit.autograph import numpy_draw
     with pytest.raises(tj.UnsupportedError, match="concrete arguments"):
         tj.trace(lambda mu: numpy_draw(rs.normal, mu, 1.0))(np.zeros(3))
 

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import copy
 import functools
 import os
 import re
@@ -56,12 +57,14 @@ import types
 
 import numpy as np
 
-from . import autograph_rewrite
+from . import autograph_rewrite, dtypes, tree
 # (the statement helpers the converted code calls as __tj.if_stmt, ...)
 from .autograph_control import (Undefined, for_stmt, if_return, if_stmt,  # noqa: F401
                                 is_traced_bool, pred_of, range_, while_stmt)
 from .config import config
 from .core import Tracer, current_builder
+from .ir import Type
+from .ops.callback import numpy_draw_p
 
 _active: contextvars.ContextVar = contextvars.ContextVar("tracejit_autograph", default=False)
 # variable name -> why a converted construct left it unassigned (explains an UnboundLocalError)
@@ -94,7 +97,6 @@ def call(fn, *args, **kwargs):
     if _active.get() and config.autograph:
         if isinstance(getattr(fn, "__self__", None), _GENERATORS) and \
                 current_builder() is not None:
-            from .callback import numpy_draw
             return numpy_draw(fn, *args, **kwargs)
         conv = converted(fn)
         if conv is not None:
@@ -242,6 +244,40 @@ def _filled(cell) -> bool:
     except ValueError:
         return False
     return True
+
+
+
+def _static(x):
+    """An argument of a NumPy draw as a hashable parameter (lists as tuples)."""
+    if isinstance(x, (list, tuple)):
+        return tuple(_static(v) for v in x)
+    if isinstance(x, np.ndarray):
+        return _static(x.tolist())
+    return x
+
+
+def numpy_draw(method, *args, **kwargs):
+    """``method(*args, **kwargs)``, a sampling method of a NumPy RandomState or Generator
+    object (``rs.randn(20, 3)``), drawn each time the compiled function runs, so the program
+    sees the samples, and leaves the generator in the state, that running it as NumPy code
+    would. The arguments must be concrete (sizes, scales); the result's shape and dtype are
+    found by drawing from a copy of the generator, which leaves the generator itself as it
+    was. (Converted code calls this for draws from generators made outside the trace.)"""
+    from .errors import UnsupportedError
+    if any(isinstance(x, Tracer) for x in tree.flatten((args, kwargs))[0]):
+        raise UnsupportedError(
+            f"{getattr(method, '__qualname__', method)} is called with a traced argument: a "
+            f"NumPy generator's draws run from compiled code with concrete arguments only; "
+            f"draw standard samples and transform them (mu + sigma * rs.randn(n)), or use "
+            f"tracejit.random with a key argument")
+    probe = getattr(copy.deepcopy(method.__self__), method.__name__)(*args, **kwargs)
+    arr = np.asarray(probe)
+    weak = isinstance(probe, (bool, int, float, complex))       # a Python number, as NumPy
+    rt = Type(dtypes.canonical(arr.dtype, "a NumPy draw"), arr.shape, weak)
+    out, = numpy_draw_p.bind(method=method, args=_static(args),
+                             kwargs=tuple(sorted((k, _static(v)) for k, v in kwargs.items())),
+                             result_types=(rt,))
+    return out
 
 
 # --- NumPy generators drawn from while tracing ----------------------------------------------

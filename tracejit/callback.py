@@ -6,15 +6,12 @@ in a traced function prints tracers, once, while tracing). The primitives are in
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
-
-import numpy as np
 
 from . import dtypes, tree
 from .errors import InputError, ShapeError
 from .ir import Type
-from .ops.callback import debug_print_p, numpy_draw_p, pure_callback_p
+from .ops.callback import debug_print_p, pure_callback_p
 
 __all__ = ["pure_callback", "debug_print"]
 
@@ -82,40 +79,3 @@ def debug_print(fmt: str, *args, **kwargs) -> None:
     leaves, in_tree = tree.flatten((args, kwargs))
     debug_print_p.bind(*leaves, fmt=fmt, tree=in_tree)
 
-
-GENERATORS = (np.random.RandomState, np.random.Generator)
-
-
-def _static(x):
-    """An argument of a NumPy draw as a hashable parameter (lists as tuples)."""
-    if isinstance(x, (list, tuple)):
-        return tuple(_static(v) for v in x)
-    if isinstance(x, np.ndarray):
-        return _static(x.tolist())
-    return x
-
-
-def numpy_draw(method, *args, **kwargs):
-    """``method(*args, **kwargs)``, a sampling method of a NumPy RandomState or Generator
-    object (``rs.randn(20, 3)``), drawn each time the compiled function runs, so the program
-    sees the samples, and leaves the generator in the state, that running it as NumPy code
-    would. The arguments must be concrete (sizes, scales); the result's shape and dtype are
-    found by drawing from a copy of the generator, which leaves the generator itself as it
-    was. (Traced code calls this for draws from generators made outside the trace: see
-    tracejit.autograph.)"""
-    from .core import Tracer
-    from .errors import UnsupportedError
-    if any(isinstance(x, Tracer) for x in tree.flatten((args, kwargs))[0]):
-        raise UnsupportedError(
-            f"{getattr(method, '__qualname__', method)} is called with a traced argument: a "
-            f"NumPy generator's draws run from compiled code with concrete arguments only; "
-            f"draw standard samples and transform them (mu + sigma * rs.randn(n)), or use "
-            f"tracejit.random with a key argument")
-    probe = getattr(copy.deepcopy(method.__self__), method.__name__)(*args, **kwargs)
-    arr = np.asarray(probe)
-    weak = isinstance(probe, (bool, int, float, complex))       # a Python number, as NumPy
-    rt = Type(dtypes.canonical(arr.dtype, "a NumPy draw"), arr.shape, weak)
-    out, = numpy_draw_p.bind(method=method, args=_static(args),
-                             kwargs=tuple(sorted((k, _static(v)) for k, v in kwargs.items())),
-                             result_types=(rt,))
-    return out
