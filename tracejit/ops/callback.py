@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..ad_util import defnondiff
 from ..core import Primitive
 from ..errors import ShapeError, UnsupportedError
 from ..ir import Type
@@ -153,3 +154,4 @@ def _draw_impl(*operands, method, args, kwargs, result_types):
 
 numpy_draw_p = Primitive("numpy_draw", "other", _draw_shape, _draw_impl, multiple_results=True,
                          effect="draws")
+defnondiff(numpy_draw_p, "a sample is data (no operands: nothing to differentiate)")
