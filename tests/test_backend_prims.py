@@ -261,7 +261,8 @@ TESTED = CONTROL | set(ELEMENTWISE) | {"select", "convert", "bitcast_convert", "
      "eig"} | \
     {"argsort", "searchsorted",              # both backends against NumPy: test_sorting.py
      "fft", "rfft", "irfft",                 # test_fft.py
-     "pure_callback", "debug_print"}         # test_callbacks.py
+     "pure_callback", "debug_print",          # test_callbacks.py
+     "numpy_draw"}                            # test_autograph_programs.py
 
 
 def test_every_primitive_has_cases():

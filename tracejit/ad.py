@@ -55,7 +55,7 @@ from .signature import leaf_type
 from .bugreport import compiler_stage
 from .config import config
 from .core import Tracer, current_builder, eval_graph, literal_value, make_graph
-from .errors import InputError
+from .errors import ConcretizationError, InputError
 from .ir import Type
 from .passes import rolled_primal, simplify
 from .transforms.jvp import jvp_eval, jvp_graph
@@ -89,7 +89,17 @@ class _Staged:
             box.append((out_tree, aux_tree, len(out_leaves)))
             return list(out_leaves) + list(aux_leaves)
 
-        self.graph, self.captured = make_graph(flat, self.in_types)
+        try:
+            self.graph, self.captured = make_graph(flat, self.in_types)
+        except ConcretizationError as exc:
+            # Python branched on a traced value: trace again with the control flow converted
+            # (as api.Traced does); inside a conversion already, the error stands
+            if not (getattr(exc, "control_flow", False) and config.autograph) or \
+                    autograph.active():
+                raise
+            box.clear()
+            with autograph.enabled():
+                self.graph, self.captured = make_graph(flat, self.in_types)
         self.out_tree, self.aux_tree, self.n_out = box[0]
         self.n_in = len(leaves)
         self.diff = [differentiable(t) for t in self.in_types] + [False] * len(self.captured)

@@ -494,11 +494,21 @@ class Traced:
             with _cache_lock:
                 self._traces += 1
         types = tuple(sig.types) + tuple(aliases.root_types(sig.aliases))
+        # NumPy generator objects the function can reach: a trace that draws from one is redone
+        # converted, so that the compiled code draws each time it runs (autograph.call)
+        gens = autograph.generators_of(self.fun) if config.autograph and \
+            not self._autograph else []
+        before = autograph.states(gens)
         try:
             graph, captured = make_graph(flat_fun, types)
+            if gens and autograph.drew(gens, before):
+                self._autograph = True
+                out_tree_box.clear()
+                graph, captured = make_graph(flat_fun, types)
         except (ConcretizationError, ValueError, TypeError) as exc:
             if not (_conversion_helps(exc) and config.autograph) or self._autograph:
                 raise
+            autograph.drew(gens, before)
             self._autograph = True     # Python branched on a traced value: convert it, again
             graph, captured = make_graph(flat_fun, types)
         assert not captured

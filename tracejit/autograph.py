@@ -20,12 +20,20 @@ object and rewritten (autograph_rewrite.py) so that
 - ``break``, ``continue`` and ``return`` inside loops become flags first (``while not broken
   and t``; the statements after one run under ``if not flag``; a return stores its value,
   carried by the loops as zeros until set, and the function returns it after them);
+- ``a[i]`` reads a NumPy array indexed by traced values through a traced copy of it
+  (:func:`getitem`);
 - ``a if t else b``, ``and``, ``or``, ``not`` take the traced forms (cond, logical_and/or/not)
   only for traced operands, Python's otherwise; an ``and``/``or`` operand after a traced one
   that raises a Python error while traced raises it at run time, only when Python would
   have evaluated it (:func:`_deferred`);
 - calls of other user functions go through :func:`call`, which converts them too (library code:
-  NumPy, SciPy, tracejit, the standard library, site-packages, is called as is).
+  NumPy, SciPy, tracejit, the standard library, site-packages, is called as is);
+- a draw from a NumPy ``RandomState``/``Generator`` object made outside the trace
+  (``rs.randn(n)``, where NumPy's C methods cannot be intercepted) becomes ``numpy_draw``, run
+  each time the compiled code runs, as the NumPy program would. A trace after which such a
+  generator reachable from the function (closures, defaults, globals it names, the functions
+  those hold) has moved is traced again converted, the generator's state put back first
+  (:func:`generators_of`, :func:`drew`).
 
 Variables follow Python: a loop variable ends with the last item (unchanged when the loop ran
 zero times); a variable first assigned inside a loop that became a while_loop, or in an ``if``
@@ -42,6 +50,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import copy
 import functools
 import os
 import re
@@ -50,22 +59,23 @@ import types
 
 import numpy as np
 
-from . import autograph_rewrite
+from . import autograph_rewrite, dtypes, tree
 # (the statement helpers the converted code calls as __tj.if_stmt, ...)
 from .autograph_control import (Undefined, for_stmt, if_return, if_stmt,  # noqa: F401
                                 is_traced_bool, pred_of, range_, while_stmt)
 from .config import config
-from .core import Tracer
+from .core import Tracer, current_builder
 from .errors import CompilerError, TracerError
 from .ir import Type
 from .numpy import intercept
-from .ops.callback import pure_callback_p
+from .ops.callback import numpy_draw_p, pure_callback_p
 
 _active: contextvars.ContextVar = contextvars.ContextVar("tracejit_autograph", default=False)
 # variable name -> why a converted construct left it unassigned (explains an UnboundLocalError)
 _unbound_why: contextvars.ContextVar = contextvars.ContextVar("tracejit_autograph_unbound",
                                                              default=None)
 _factories: dict = {}          # code object -> factory (or None: cannot be converted)
+_GENERATORS = (np.random.RandomState, np.random.Generator)
 
 
 def active() -> bool:
@@ -87,12 +97,16 @@ def enabled(on: bool = True):
 
 def call(fn, *args, **kwargs):
     """``fn(*args, **kwargs)``, with ``fn`` converted when conversion is on and it is user code;
-    ``np.ndarray(shape)`` makes a traced array (intercept.traced_ndarray)."""
+    ``np.ndarray(shape)`` makes a traced array (intercept.traced_ndarray); a draw from a NumPy
+    generator object (``rs.randn(n)``) runs when the compiled code runs."""
     if fn is np.ndarray:
         out = intercept.traced_ndarray(*args, **kwargs)
         if out is not None:
             return out
     if _active.get() and config.autograph:
+        if isinstance(getattr(fn, "__self__", None), _GENERATORS) and \
+                current_builder() is not None:
+            return numpy_draw(fn, *args, **kwargs)
         conv = converted(fn)
         if conv is not None:
             try:
@@ -218,6 +232,19 @@ max_ = _extreme(max, "maximum")      # max(a, b) of traced values: np.maximum (n
 min_ = _extreme(min, "minimum")
 
 
+slice_ = slice
+
+
+def getitem(value, index):
+    """``value[index]``; a NumPy array indexed by traced values is read as a traced array (NumPy
+    itself would ask for the index's concrete value)."""
+    if isinstance(value, np.ndarray) and any(
+            isinstance(i, Tracer) for i in (index if isinstance(index, tuple) else (index,))) \
+            and current_builder() is not None:
+        value = current_builder().constant(value)
+    return value[index]
+
+
 def not_(x):
     if is_traced_bool(x):
         import tracejit.numpy as tnp
@@ -266,3 +293,114 @@ def _filled(cell) -> bool:
     except ValueError:
         return False
     return True
+
+
+
+def _static(x):
+    """An argument of a NumPy draw as a hashable parameter (lists as tuples)."""
+    if isinstance(x, (list, tuple)):
+        return tuple(_static(v) for v in x)
+    if isinstance(x, np.ndarray):
+        return _static(x.tolist())
+    return x
+
+
+def numpy_draw(method, *args, **kwargs):
+    """``method(*args, **kwargs)``, a sampling method of a NumPy RandomState or Generator
+    object (``rs.randn(20, 3)``), drawn each time the compiled function runs, so the program
+    sees the samples, and leaves the generator in the state, that running it as NumPy code
+    would. The arguments must be concrete (sizes, scales); the result's shape and dtype are
+    found by drawing from a copy of the generator, which leaves the generator itself as it
+    was. (Converted code calls this for draws from generators made outside the trace.)"""
+    from .errors import UnsupportedError
+    if any(isinstance(x, Tracer) for x in tree.flatten((args, kwargs))[0]):
+        raise UnsupportedError(
+            f"{getattr(method, '__qualname__', method)} is called with a traced argument: a "
+            f"NumPy generator's draws run from compiled code with concrete arguments only; "
+            f"draw standard samples and transform them (mu + sigma * rs.randn(n)), or use "
+            f"tracejit.random with a key argument")
+    probe = getattr(copy.deepcopy(method.__self__), method.__name__)(*args, **kwargs)
+    arr = np.asarray(probe)
+    weak = isinstance(probe, (bool, int, float, complex))       # a Python number, as NumPy
+    rt = Type(dtypes.canonical(arr.dtype, "a NumPy draw"), arr.shape, weak)
+    out, = numpy_draw_p.bind(method=method, args=_static(args),
+                             kwargs=tuple(sorted((k, _static(v)) for k, v in kwargs.items())),
+                             result_types=(rt,))
+    return out
+
+
+# --- NumPy generators drawn from while tracing ----------------------------------------------
+
+def _names(code):
+    """The global names ``code`` and the functions defined in it read."""
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names |= _names(c)
+    return names
+
+
+def generators_of(fn, depth: int = 6) -> list:
+    """The NumPy RandomState/Generator objects reachable from ``fn`` through closures,
+    defaults, the globals its code names, bound methods, partials, wrapped functions and
+    small containers (``depth`` levels): the ones a trace of ``fn`` may draw from."""
+    found, seen = [], set()
+
+    def visit(obj, d):
+        if id(obj) in seen or d < 0:
+            return
+        seen.add(id(obj))
+        if isinstance(obj, _GENERATORS):
+            found.append(obj)
+        elif isinstance(obj, types.MethodType):
+            visit(obj.__func__, d)
+            visit(obj.__self__, d - 1)
+        elif isinstance(obj, functools.partial):
+            for v in (obj.func, *obj.args, *obj.keywords.values()):
+                visit(v, d - 1)
+        elif isinstance(obj, types.FunctionType):
+            cells = [c.cell_contents for c in obj.__closure__ or () if _filled(c)]
+            g = obj.__globals__
+            for v in cells + list(obj.__defaults__ or ()) + list(
+                    (obj.__kwdefaults__ or {}).values()) + \
+                    [g[n] for n in _names(obj.__code__) if n in g]:
+                visit(v, d - 1)
+        elif isinstance(obj, (list, tuple)) and len(obj) <= 64:
+            for v in obj:
+                visit(v, d - 1)
+        elif isinstance(obj, dict) and len(obj) <= 64:
+            for v in obj.values():
+                visit(v, d - 1)
+        elif getattr(obj, "__wrapped__", None) is not None and not isinstance(obj, type):
+            visit(obj.__wrapped__, d)              # tracejit's traced and derivative objects
+    visit(fn, depth)
+    return found
+
+
+def _state(g):
+    return g.get_state() if isinstance(g, np.random.RandomState) else g.bit_generator.state
+
+
+def states(gens) -> list:
+    return [_state(g) for g in gens]
+
+
+def drew(gens, before) -> list:
+    """The generators among ``gens`` whose state moved since ``before`` (put back as it was)."""
+    moved = []
+    for g, old in zip(gens, before):
+        if not _same(_state(g), old):
+            moved.append(g)
+            if isinstance(g, np.random.RandomState):
+                g.set_state(old)
+            else:
+                g.bit_generator.state = old
+    return moved
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return bool(np.array_equal(a, b))

@@ -312,7 +312,6 @@ class TracedRange:
     """``range(start, stop, step)`` with a traced start or stop (a concrete nonzero step)."""
 
     def __init__(self, *args):
-        import tracejit.numpy as tnp
         if not 1 <= len(args) <= 3:
             raise TypeError(f"range expected 1 to 3 arguments, got {len(args)}")
         start, stop, step = (0, args[0], 1) if len(args) == 1 else (tuple(args) + (1,))[:3]
@@ -329,16 +328,7 @@ class TracedRange:
             step = int(step.known(need=True))
         if step == 0:
             raise ValueError("range() arg 3 must not be zero")
-        self.start, self.stop = tnp.asarray(start, np.int64), tnp.asarray(stop, np.int64)
-        self.step = step
-
-    def length(self):
-        import tracejit.numpy as tnp
-        s, span = self.step, self.stop - self.start
-        return tnp.maximum(span if s == 1 else (span + (s - 1 if s > 0 else s + 1)) // s, 0)
-
-    def __getitem__(self, i):
-        return self.start + i * self.step
+        self.start, self.stop, self.step = start, stop, int(step)
 
 
 def range_(fn, *args):
@@ -351,30 +341,52 @@ def range_(fn, *args):
 
 def _for_traced(seq, test_fn, body_fn, values, names, rebound, line, reads):
     """The items of ``seq`` (a range, an array or stacked items) through a while_loop carrying
-    the index."""
+    the item of a range, or the index into the others. That integer is weakly typed in the
+    body, as the Python int a range gives (``x_f32 * i`` stays float32)."""
     import tracejit.numpy as tnp
-    n = seq.length() if isinstance(seq, TracedRange) else len(seq)
-    if not isinstance(n, Tracer) and n == 0:
-        return values
     index = len(names)
+    if isinstance(seq, (range, TracedRange)):
+        if isinstance(seq, range) and len(seq) == 0:
+            return values
+        first, step = seq.start, seq.step
+
+        def more(k):
+            return k < seq.stop if step > 0 else k > seq.stop
+
+        def item_of(k):
+            return k
+    else:
+        n = len(seq)
+        if n == 0:
+            return values
+        first, step = 0, 1
+
+        def more(k):
+            return k < n
+
+        def item_of(k):
+            return seq[k]
 
     def test(*vals):
-        more = vals[index] < n
-        return more if test_fn is None else tnp.logical_and(more, test_fn(*vals[:index]))
+        go = more(vals[index])
+        return go if test_fn is None else tnp.logical_and(go, test_fn(*vals[:index]))
 
     def body(*vals):
-        i = vals[index]
-        item = seq.start + i * seq.step if isinstance(seq, (range, TracedRange)) else seq[i]
-        return tuple(body_fn(item, *vals[:index])) + (i + 1,)
+        k = vals[index]
+        return tuple(body_fn(item_of(k), *vals[:index])) + (k + step,)
 
-    out = _while_traced(test, body, values + (np.int64(0),), names + ("<loop index>",),
-                        rebound, line, reads, "for")
+    start = (first if first.dtype == np.int64 else tnp.astype(first, np.int64)) \
+        if isinstance(first, Tracer) else np.int64(first)
+    out = _while_traced(test, body, values + (start,), names + ("<loop index>",),
+                        rebound, line, reads, "for", weak_last=True)
     return out[:index]
 
 
-def _while_traced(test_fn, body_fn, values, names, rebound, line, reads, what):
+def _while_traced(test_fn, body_fn, values, names, rebound, line, reads, what,
+                  weak_last=False):
     """The loop from here on as a ``tracejit.while_loop`` of the variables it assigns (and the
-    arrays it reads, which a call may write into)."""
+    arrays it reads, which a call may write into); ``weak_last``: the last value (a ``for``
+    loop's integer) is weakly typed in the loop."""
     from .control import while_loop
     values = _placeholders(body_fn, values, names, reads)
     carried = _carried(values, names, reads)
@@ -425,7 +437,8 @@ def _while_traced(test_fn, body_fn, values, names, rebound, line, reads, what):
     sizes = {i: len(v) for i, v in enumerate(values)
              if names[i] in reads and isinstance(v, (list, dict, set))}
     try:
-        res = list(while_loop(cond_fun, body_fun, tuple(init)))
+        weak = (len(tree.flatten(init)[0]) - 1,) if weak_last else ()
+        res = list(while_loop(cond_fun, body_fun, tuple(init), weak_leaves=weak))
     except ConcretizationError as e:
         if getattr(e, "tracejit_construct", False):
             raise
@@ -465,10 +478,6 @@ def _check_carry(name, old, new, what, line):
     else:
         t, u = next((t, u) for t, u in types if t.shape != u.shape or t.dtype != u.dtype)
         change = f"from {t.dtype}{list(t.shape)} to {u.dtype}{list(u.shape)}"
-        if t.shape == u.shape and t.dtype.kind == u.dtype.kind == "f":
-            change += (" (the index of a `for` loop that became a while_loop is a traced "
-                       "int64, which NumPy's rules widen float32 with: convert it, "
-                       "np.asarray(i, x.dtype))")
     raise _error(f"variable {name!r} changes {change} in an iteration of the `{what}` loop "
                  f"on a traced value (a while_loop): a loop variable keeps its shape and dtype; "
                  f"give it its final dtype and shape before the loop (0.0 rather than 0, a "
@@ -509,6 +518,3 @@ def _error(message, line):
     e = ConcretizationError(f"{message} ({line})")
     e.tracejit_construct = True          # names the converted construct: not annotated again
     return e
-
-
-# --- converting ------------------------------------------------------------------------------

@@ -38,6 +38,8 @@ def make_factory(fn):
     if fdef is None:
         return None
     fdef.decorator_list = []
+    _strip_header(fdef.args)
+    fdef.returns = None
     filename = fn.__code__.co_filename
     fdef = _Converter(filename).visit(fdef)
     freevars = list(fn.__code__.co_freevars)
@@ -54,6 +56,17 @@ def make_factory(fn):
     except SyntaxError:
         return None
     return namespace["__tj_factory"]
+
+
+def _strip_header(args):
+    """Default values and annotations as None placeholders: the factory runs the ``def`` where
+    the names they read may not exist (``rs=rs`` of an enclosing function's local), and
+    autograph.converted sets the function's own defaults afterwards."""
+    args.defaults = [ast.Constant(None) for _ in args.defaults]
+    args.kw_defaults = [None if d is None else ast.Constant(None) for d in args.kw_defaults]
+    for a in args.posonlyargs + args.args + args.kwonlyargs + \
+            [x for x in (args.vararg, args.kwarg) if x is not None]:
+        a.annotation = None
 
 
 def _lambda_def(tree, fn):
@@ -526,3 +539,23 @@ class _Converter(ast.NodeTransformer):
 
     def visit_Lambda(self, node):
         return node                                # (their bodies stay as written)
+
+    def visit_Subscript(self, node):
+        """``a[i]`` read as ``__tj.getitem(a, i)`` (a NumPy array indexed by traced values is
+        read through a traced copy); slices become ``slice`` objects."""
+        self.generic_visit(node)
+        if not isinstance(node.ctx, ast.Load):
+            return node
+        return ast.copy_location(ast.Call(_tj("getitem"), [node.value, _index(node.slice)], []),
+                                 node)
+
+
+def _index(node):
+    """An index expression (``1:n, ::2``) as an expression building it."""
+    if isinstance(node, ast.Slice):
+        parts = [p if p is not None else ast.Constant(None)
+                 for p in (node.lower, node.upper, node.step)]
+        return ast.copy_location(ast.Call(_tj("slice_"), parts, []), node)
+    if isinstance(node, ast.Tuple):
+        return ast.copy_location(ast.Tuple([_index(e) for e in node.elts], ast.Load()), node)
+    return node

@@ -78,3 +78,4 @@ def debug_print(fmt: str, *args, **kwargs) -> None:
         raise InputError(f"debug.print: the format must be a str, got {type(fmt).__name__}")
     leaves, in_tree = tree.flatten((args, kwargs))
     debug_print_p.bind(*leaves, fmt=fmt, tree=in_tree)
+

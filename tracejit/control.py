@@ -103,13 +103,17 @@ def switch(index, branches, *operands):
     return tree.unflatten(out_trees[0], outs)
 
 
-def while_loop(cond_fun, body_fun, init_val):
+def while_loop(cond_fun, body_fun, init_val, *, weak_leaves=()):
     """``while cond_fun(val): val = body_fun(val)``; returns the final ``val`` (a pytree).
 
     ``tracejit.config.max_while_iterations`` (when set) makes a runaway loop raise.
+    ``weak_leaves``: positions of flat carry leaves that ``cond_fun``/``body_fun`` see weakly
+    typed, as Python scalars (NumPy's promotion then leaves the other operand's dtype alone:
+    autograph passes a converted ``for`` loop's integer this way); the results are strong.
     """
     leaves, treedef = _carry_leaves(init_val)
-    types = _leaf_types(leaves)
+    types = [Type(t.dtype, t.shape, True) if i in weak_leaves else t
+             for i, t in enumerate(_leaf_types(leaves))]
     cg, cc, cot = _trace_sub(cond_fun, treedef, types)
     if cot != tree.LEAF or cg.out_types[0].shape != () or cg.out_types[0].dtype != dtypes.bool_:
         raise ShapeError(f"while_loop: cond_fun must return a bool scalar, got "

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dis
 import gc
 import operator
 import os
@@ -86,6 +87,15 @@ _current: contextvars.ContextVar = contextvars.ContextVar("tracejit_builder", de
 
 _INPLACE_METHODS = ("sort", "fill", "resize", "put", "partition", "itemset", "setfield",
                     "byteswap", "setflags")
+
+
+_BINARY_SUBSCR = dis.opmap["BINARY_SUBSCR"]
+
+
+def _executing_subscript(frame) -> bool:
+    """Whether ``frame`` is evaluating ``a[index]`` now (its current instruction)."""
+    code = frame.f_code.co_code
+    return 0 <= frame.f_lasti < len(code) and code[frame.f_lasti] == _BINARY_SUBSCR
 
 
 class Tracer:
@@ -197,6 +207,16 @@ class Tracer:
                                                     "instead.")).item(*args)
 
     def __array__(self, dtype=None, copy=None):
+        try:
+            return self._array(dtype)
+        except ConcretizationError as e:
+            # ``c[i]`` of a NumPy array c (NumPy asks for the index array): autograph's
+            # conversion indexes a traced copy of c instead, so trace again converted
+            if _executing_subscript(sys._getframe(1)):
+                e.control_flow = True
+            raise
+
+    def _array(self, dtype):
         value = np.asarray(self._concrete(
             "Converting to a NumPy array (np.asarray / __array__, or storing it into a NumPy "
             "array)", _scipy_hint() + "Use tracejit.numpy (or plain NumPy functions, which "

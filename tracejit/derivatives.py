@@ -240,7 +240,7 @@ def _value_and_grad_body(fun, argnums, has_aux, holomorphic, kind):
         out, vjp_fn = res[0], res[1]
         leaves = tree.flatten(out)[0]
         t = leaf_type(leaves[0], "output") if len(leaves) == 1 else None
-        if t is None or t.shape != ():
+        if t is None or t.size != 1:         # (one element of any shape, as autograd)
             got = "a pytree" if t is None else f"shape {t.shape}"
             raise InputError(f"{kind} requires a scalar output, got {got}; use tracejit.vjp for "
                              f"a vector-Jacobian product or tracejit.jacrev for the Jacobian")
@@ -250,7 +250,7 @@ def _value_and_grad_body(fun, argnums, has_aux, holomorphic, kind):
                              f"complex values take .real or abs() first.")
         if t.dtype.kind in "biu":
             raise InputError(f"{kind} requires a float output, got {t.dtype}")
-        g = vjp_fn(np.ones((), t.dtype))
+        g = vjp_fn(np.ones(t.shape, t.dtype))
         g = g[0] if single else tuple(g)
         return ((out, res[2]) if has_aux else out), g
     return body
@@ -286,7 +286,8 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False):
 
 @_memoized("grad")
 def grad(fun, argnums=0, has_aux=False, holomorphic=False):
-    """The gradient of a scalar-valued ``fun`` with respect to argument(s) ``argnums``.
+    """The gradient of a scalar-valued ``fun`` with respect to argument(s) ``argnums`` (an
+    output of one element of any shape, e.g. ``(1,)``, counts as a scalar, as in autograd).
 
     Returns a function with ``fun``'s signature giving one gradient per selected argument (a
     tuple if ``argnums`` is a tuple), each with that argument's pytree structure; with

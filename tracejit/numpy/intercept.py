@@ -315,13 +315,64 @@ if hasattr(os, "register_at_fork"):
                         after_in_child=_lock.release)
 
 
+class _NumpyOfExtensions:
+    """What compiled extension modules see as ``np`` while the wrappers are installed: NumPy
+    with its own functions. Their calls (``np.empty`` inside ``RandomState.randn``) come from
+    C, where the caller's frame is the user's: the wrapper would hand them a tracer, which
+    Cython casts to an ndarray unchecked (a crash)."""
+
+    def __init__(self):
+        for module, name, _, original in _SWAPS:
+            if module is np:
+                setattr(self, name, original)
+        self.random = _NumpyRandomOfExtensions()
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+
+class _NumpyRandomOfExtensions:
+    def __init__(self):
+        for module, name, _, original in _SWAPS:
+            if module is np.random:
+                setattr(self, name, original)
+
+    def __getattr__(self, name):
+        return getattr(np.random, name)
+
+
+_EXT_NP = None
+_ext_bindings: list = []         # (extension module's dict, name) bound to numpy, while swapped
+_ext_seen = [0, []]              # (len(sys.modules) when scanned, what the scan found)
+
+
+def _extension_bindings():
+    """The globals of compiled extension modules (.so) bound to the numpy module."""
+    if _ext_seen[0] != len(sys.modules):
+        found = []
+        for module in list(sys.modules.values()):
+            path = getattr(module, "__file__", None) or ""
+            if not path.endswith((".so", ".pyd")):
+                continue
+            d = getattr(module, "__dict__", {})
+            found += [(d, k) for k, v in list(d.items()) if v is np]
+        _ext_seen[:] = [len(sys.modules), found]
+    return _ext_seen[1]
+
+
 def _enter():
-    global _active
+    global _active, _EXT_NP
     with _lock:
         _active += 1
         if _active == 1:
             for module, name, wrapper, _ in _SWAPS:
                 setattr(module, name, wrapper)
+            if _EXT_NP is None:
+                _EXT_NP = _NumpyOfExtensions()
+            for d, k in _extension_bindings():
+                if d.get(k) is np:
+                    d[k] = _EXT_NP
+                    _ext_bindings.append((d, k))
 
 
 def _exit():
@@ -332,6 +383,10 @@ def _exit():
             for module, name, wrapper, original in _SWAPS:
                 if getattr(module, name) is wrapper:
                     setattr(module, name, original)
+            for d, k in _ext_bindings:
+                if d.get(k) is _EXT_NP:
+                    d[k] = np
+            _ext_bindings.clear()
 
 
 core.register_trace_hooks(_enter, _exit)

@@ -5,6 +5,12 @@
   ``result_types`` exactly; anything else is an error naming the callback. Pure: CSE may merge
   two equal calls and DCE drops an unused one. No derivative: differentiating it is an error
   that says to give it one with ``custom_jvp``/``custom_vjp``.
+- ``numpy_draw[method, args, kwargs, result_types]``: ``method(*args, **kwargs)``, a sampling
+  method of a NumPy ``RandomState``/``Generator`` object with concrete arguments, called each
+  time the compiled function runs (autograph turns such calls in user code into it): the
+  generator's state advances as it would in the NumPy program. No operands, so no derivative
+  (a sample is data) and no batching (under ``vmap`` one draw serves every example); an
+  ``effect``, like ``debug_print``.
 - ``debug_print[fmt, tree] *args``: formats ``fmt`` with the run-time values (``tree``
   rebuilds ``(args, kwargs)`` from the operands) and prints it; no results. Its ``effect``
   property is what the passes read: DCE keeps it, CSE never merges two, and the llvm backend
@@ -20,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..ad_util import defnondiff
 from ..core import Primitive
 from ..errors import ShapeError, UnsupportedError
 from ..ir import Type
@@ -133,3 +140,18 @@ debug_print_p = Primitive("debug_print", "other", _print_shape, _print_impl,
                           multiple_results=True, effect="prints")
 debug_print_p.jvp = _print_jvp
 debug_print_p.batch = _print_batch
+
+
+def _draw_shape(*in_types, method, args, kwargs, result_types):
+    return list(result_types)
+
+
+def _draw_impl(*operands, method, args, kwargs, result_types):
+    out = method(*args, **dict(kwargs))
+    return check_results(getattr(method, "__qualname__", "a NumPy draw"), [np.asarray(out)],
+                         result_types)
+
+
+numpy_draw_p = Primitive("numpy_draw", "other", _draw_shape, _draw_impl, multiple_results=True,
+                         effect="draws")
+defnondiff(numpy_draw_p, "a sample is data (no operands: nothing to differentiate)")

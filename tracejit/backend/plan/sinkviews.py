@@ -35,6 +35,9 @@ CHEAP = frozenset(("add", "sub", "mul", "neg", "convert", "select", "eq", "ne", 
                    "gt", "ge", "and", "or", "not", "xor", "shl", "shr", "max", "min", "abs", "sign",
                    "integer_pow", "real", "imag", "conj"))
 MAX_RECOMPUTE = 4             # elementwise ops recomputed for a value with other users
+# views sunk through at most this many producers (each a few Python frames of recursion: a view
+# of a chain of thousands of operations, an HMM's forward recursion, stops sinking there)
+MAX_SINK_DEPTH = 64
 
 
 def _unit_reshape(src, dst):
@@ -52,6 +55,7 @@ class _Sinker:
         self.eqns: list = []
         self.producer: dict = {}
         self.memo: dict = {}
+        self.depth = 0                # producers the current sink has gone through
         self.uses: dict = {}
         for e in graph.eqns:
             for a in e.invars:
@@ -105,7 +109,13 @@ class _Sinker:
         key = (kind, _key(params), id(x))
         if key in self.memo:
             return self.memo[key]
-        r = self._sink(kind, params, x)
+        if self.depth >= MAX_SINK_DEPTH:
+            return None          # (a long chain: the view is taken of the stored value there)
+        self.depth += 1
+        try:
+            r = self._sink(kind, params, x)
+        finally:
+            self.depth -= 1
         self.memo[key] = r
         return r
 
