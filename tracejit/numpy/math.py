@@ -13,9 +13,9 @@ from ..core import Tracer, type_of
 from ..custom import custom_jvp
 from ..errors import DTypeError, UnsupportedError
 from ..ops import elementwise as ew
-from ._base import (as_traceable, broadcast_shapes, broadcast_to, convert, elementwise, filled,
-                    half_in_float32, implements, inexact, python_division, python_int_result,
-                    result_type, shape_of)
+from ._base import (as_traceable, broadcast_shapes, broadcast_to, concrete, convert, elementwise,
+                    filled, half_in_float32, implements, inexact, python_division,
+                    python_int_result, result_type, shape_of)
 
 __all__ = []
 
@@ -446,7 +446,8 @@ def power(x1, x2, /):
         if isinstance(x1, Tracer) and _is_half(x2):
             return sqrt(convert(x1, dt, weak))
         if isinstance(x2, Tracer):
-            return _pow_loop(convert(x1, dt, weak), convert(x2, dt, weak))
+            # (a Python-number base is passed as one: custom_jvp takes values, not Literals)
+            return _pow_loop(concrete(convert(x1, dt, weak)), convert(x2, dt, weak))
     return scalar_power(x1, x2)
 
 
@@ -460,7 +461,6 @@ def _stride_zero(x1, x2):
 
 def _is_half(x):
     """Whether ``x`` is a concrete scalar 0.5 (a Python or NumPy float, a size-1 array)."""
-    from ._base import concrete
     x = concrete(x)
     return isinstance(x, (float, np.floating, np.ndarray)) and np.size(x) == 1 and x == 0.5
 

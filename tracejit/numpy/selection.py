@@ -26,7 +26,7 @@ import numpy as np
 
 from .. import dtypes
 from ..core import Tracer, type_of
-from ..errors import ConcretizationError
+from ..errors import ConcretizationError, user_frame_full
 from ..ir import Literal, Var
 from ..ops import elementwise as ew
 from ..ops import structural as st
@@ -44,8 +44,10 @@ _ADVICE = ("x[mask] with a traced mask (or x[a:b] with traced bounds) has a data
            "x[tracejit.numpy.nonzero(mask, size=k)] for the first k selected elements")
 
 
-def _unsupported(what: str) -> ConcretizationError:
-    return ConcretizationError(f"{what} of a selection: {_ADVICE}.")
+def _unsupported(what: str, sel: "Selection | None" = None) -> ConcretizationError:
+    made = f" (x[mask] of {sel.values.ty} with a traced boolean mask {sel.mask.ty}, made at " \
+        f"{sel.made})" if sel is not None and sel.made else ""
+    return ConcretizationError(f"{what} of a selection{made}: {_ADVICE}.")
 
 
 def is_selection(x) -> bool:
@@ -119,13 +121,14 @@ def same_value(a: Tracer, b: Tracer) -> bool:
 class Selection:
     """The elements of a traced array picked by a traced mask (see the module docstring):
     ``values`` at every position of the indexed array (``mask.shape + rows``) and ``mask``."""
-    __slots__ = ("values", "mask")
+    __slots__ = ("values", "mask", "made")
     __array_priority__ = 2000          # above Tracer's: binary operators come here
     __hash__ = None
     _tj_selection = True               # (dispatch.py returns NotImplemented for these)
 
     def __init__(self, values: Tracer, mask: Tracer):
         self.values, self.mask = values, mask
+        self.made = user_frame_full()          # the user's line, for errors raised later
 
     # what a selection is -----------------------------------------------------------------------
     @property
@@ -142,32 +145,32 @@ class Selection:
 
     @property
     def shape(self):
-        raise _unsupported("the shape")
+        raise _unsupported("the shape", self)
 
     @property
     def size(self):
-        raise _unsupported("the size")
+        raise _unsupported("the size", self)
 
     def __len__(self):
-        raise _unsupported("len()")
+        raise _unsupported("len()", self)
 
     def __repr__(self):
         return f"Selection({self.values.ty} where {self.mask.ty})"
 
     def __array__(self, dtype=None, copy=None):
-        raise _unsupported("a NumPy array (np.asarray)")
+        raise _unsupported("a NumPy array (np.asarray)", self)
 
     def __bool__(self):
-        raise _unsupported("the truth value")
+        raise _unsupported("the truth value", self)
 
     def __iter__(self):
-        raise _unsupported("iterating over the elements")
+        raise _unsupported("iterating over the elements", self)
 
     def __getitem__(self, idx):
-        raise _unsupported("indexing into the elements")
+        raise _unsupported("indexing into the elements", self)
 
     def __setitem__(self, idx, v):
-        raise _unsupported("a write into the elements (a copy in NumPy: it reaches no array)")
+        raise _unsupported("a write into the elements (a copy in NumPy: it reaches no array)", self)
 
     # elementwise ------------------------------------------------------------------------------
     def _with(self, values):

@@ -155,3 +155,13 @@ def _draw_impl(*operands, method, args, kwargs, result_types):
 numpy_draw_p = Primitive("numpy_draw", "other", _draw_shape, _draw_impl, multiple_results=True,
                          effect="draws")
 defnondiff(numpy_draw_p, "a sample is data (no operands: nothing to differentiate)")
+
+
+def _draw_batch(args, dims, B, **params):
+    # (a draw's arguments are concrete, so vmap never batches one: this is a guard)
+    raise UnsupportedError(f"{getattr(params['method'], '__qualname__', 'a NumPy draw')} with "
+                           f"a batched operand under vmap: draw the whole batch outside the "
+                           f"vmapped function, or use tracejit.random with split keys")
+
+
+numpy_draw_p.batch = _draw_batch

@@ -507,6 +507,7 @@ def build_module() -> ir.Module:
 FUNCTIONS = ("c2c", "r2c", "c2r")
 _compiled = False
 _lock = threading.Lock()
+jit.register_fork_lock(_lock)         # held around the library's compile
 
 
 def ensure_compiled() -> None:

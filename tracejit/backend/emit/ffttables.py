@@ -52,6 +52,7 @@ def cpx_length(kind: str, n: int) -> int:
 _PI = np.arctan(np.longdouble(1)) * 4
 _tables: dict = {}          # symbol -> array (kept alive: its address is registered)
 _tables_lock = threading.Lock()
+jit.register_fork_lock(_tables_lock)
 
 
 def _roots(n: int, count: int) -> np.ndarray:
