@@ -82,9 +82,11 @@ def convert(x, dtype, weak=False):
             # NumPy: a complex number is true when its real or imaginary part is nonzero (the
             # convert primitive refuses complex -> real, which would drop the imaginary part)
             return ew.ne_p.bind(x, Literal(0j, ir_type(x.dtype, True)))
+        if weak and x.ty.weak:       # a Python number stays one (n / 4 next to float32 data)
+            return ew.convert_p.bind(x, dtype=dtype, weak=True)
         return ew.convert_p.bind(x, dtype=dtype)
     if isinstance(x, Literal):
-        x = x.value
+        x = concrete(x)                  # a weak literal stays a Python scalar (and weak)
     if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
         if dtype.kind in "iuf" and isinstance(x, complex):
             raise TypeError(f"cannot convert complex {x} to {dtype}")

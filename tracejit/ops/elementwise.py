@@ -371,15 +371,17 @@ select_p.transpose = _select_transpose
 select_p.props["masks_cotangent"] = True
 
 
-def _convert_shape(x, *, dtype):
+def _convert_shape(x, *, dtype, weak=False):
+    """``weak``: the result stays weakly typed when ``x`` is (a Python int used as a Python
+    float, ``n / 4``); a conversion to a NumPy dtype (``astype``) is strong."""
     dt = dtypes.canonical(dtype)
     if x.dtype.kind == "c" and dt.kind != "c":
         raise DTypeError(f"convert from {x.dtype} to {dt} would drop the imaginary part; "
                          f"take .real (or abs) first")
-    return Type(dt, x.shape)
+    return Type(dt, x.shape, weak and x.weak)
 
 
-def _convert_impl(x, *, dtype):
+def _convert_impl(x, *, dtype, weak=False):
     """Float → int: NaN gives 0 and out-of-range values saturate (defined, documented)."""
     x = np.asarray(x)
     dt = np.dtype(dtype)
@@ -400,16 +402,16 @@ def _convert_impl(x, *, dtype):
 convert_p = Primitive("convert", "elementwise", _convert_shape, _convert_impl, nargs=1)
 
 
-def _convert_jvp(primals, tangents, *, dtype):
+def _convert_jvp(primals, tangents, *, dtype, weak=False):
     """float <-> float/complex carries the tangent; to int/bool (or from them) there is none."""
     (x,), (t,) = primals, tangents
-    ans = convert_p.bind(x, dtype=dtype)
+    ans = convert_p.bind(x, dtype=dtype, **({"weak": True} if weak else {}))
     if ad.is_zero(t) or not ad.differentiable(ad.ty(ans)):
         return ans, ad.Zero(ad.tangent_type(ad.ty(ans)))
     return ans, ad.convert(t, dtype)
 
 
-def _convert_transpose(ct, x, *, dtype):
+def _convert_transpose(ct, x, *, dtype, weak=False):
     if x.ty.dtype.kind == "f" and ad.ty(ct).dtype.kind == "c":
         ct = ad.real_part(ct)          # the pairing Re(ct * t) of a real t
     return [ad.convert(ct, x.ty.dtype)]
