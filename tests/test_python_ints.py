@@ -172,3 +172,24 @@ def test_grad_int_argument_traced_unless_needed():
         np.testing.assert_allclose(g(x, i, 3), want)
     assert g.cache_info().traces == 1         # i is an index (traced), n a bound (its value)
     np.testing.assert_allclose(g(x, 0, 4)[:4], [np.sum(x[:4])] + [0.0] * 3)
+
+
+WEAK_FLOAT_PROGRAMS = [
+    lambda x, n: x * (n / 4),               # a Python int divided: a Python float
+    lambda x, n: x + n * 0.5,
+    lambda x, n: (n / 4) * np.sqrt(x) - 2 ** (n / 3),
+    lambda x, n: x * (n / 0.5 + 1),
+    lambda x, n: x + np.asarray(n / 2).astype(np.float64),   # astype is strong: float64
+]
+
+
+@pytest.mark.parametrize("backend", ["llvm", "interpret"])
+@pytest.mark.parametrize("k", range(len(WEAK_FLOAT_PROGRAMS)))
+def test_python_int_arguments_made_floats_stay_weak(backend, k):
+    """NumPy keeps float32 data float32 next to a Python float computed from a Python int
+    (``n / 4``): the traced int converts to a weak float (it used to turn float64)."""
+    f = WEAK_FLOAT_PROGRAMS[k]
+    x = np.linspace(0.5, 2.0, 5, dtype=np.float32)
+    got, want = tj.trace(f, backend=backend)(x, 3), f(x, 3)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
