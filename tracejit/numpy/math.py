@@ -442,7 +442,8 @@ def power(x1, x2, /):
     C's pow, which a NumPy scalar's ``**`` uses (``scalar_power``), gives 0.0 and inf): decided
     at trace time for a concrete exponent, at run time for a traced one (``_pow_loop``)."""
     dt, weak = _promoted(x1, x2)
-    if dt in (dtypes.float32, dtypes.float64) and _stride_zero(x1, x2):
+    # (two Python numbers (weak) are Python's ``**``: C's pow, as scalar_power)
+    if dt in (dtypes.float32, dtypes.float64) and not weak and _stride_zero(x1, x2):
         if isinstance(x1, Tracer) and _is_half(x2):
             return sqrt(convert(x1, dt, weak))
         if isinstance(x2, Tracer):
