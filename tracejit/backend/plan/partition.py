@@ -225,34 +225,29 @@ def contiguous_operands(plan, eqn):
     """``eqn`` reading a contiguous copy (a copy loop into a new temporary) of each operand that
     is a strided view: a control step lends its operands to sub-graphs as plain pointers.
     Literals and broadcasts of literals stay as they are (the driver materialises them)."""
-    ins = []
-    for a in eqn.invars:
+    def strided(a):
         view = plan.view_of(a)
-        if isinstance(view.base, Literal) or view.contiguous():
-            ins.append(a)
-            continue
-        copy = Var(a.ty.strong())
-        g = plan.new(LoopGroup, a.ty.shape)
-        plan.add_preds(g, [a])
-        g.stores.append((a, View.whole(copy)))
-        g.writes.append(copy)
-        plan.producer[id(copy)] = g
-        ins.append(copy)
-    if all(x is y for x, y in zip(ins, eqn.invars)):
-        return eqn
-    return Eqn(eqn.prim, tuple(ins), eqn.outvars, eqn.params, eqn.source)
+        return not (isinstance(view.base, Literal) or view.contiguous())
+    return _with_copies(plan, eqn, strided)
 
 
 def stored_literals(plan, eqn):
     """``eqn`` reading a stored copy of each operand that is a literal or a broadcast of one
     (the matmul kernels read slots; a gradient's seed of ones is such an operand)."""
+    return _with_copies(plan, eqn, lambda a: isinstance(plan.view_of(a).base, Literal))
+
+
+def _with_copies(plan, eqn, copied):
+    """``eqn`` reading, in place of each operand ``a`` with ``copied(a)``, a new temporary that
+    a copy loop fills."""
     ins = []
     for a in eqn.invars:
-        if not isinstance(plan.view_of(a).base, Literal):
+        if not copied(a):
             ins.append(a)
             continue
         copy = Var(a.ty.strong())
         g = plan.new(LoopGroup, a.ty.shape)
+        plan.add_preds(g, [a])
         g.stores.append((a, View.whole(copy)))
         g.writes.append(copy)
         plan.producer[id(copy)] = g
