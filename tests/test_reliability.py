@@ -483,14 +483,15 @@ def _backend_locks():
     return {"jit._lock": jit._lock, "loaded._lock": loaded._lock,
             "library._lock": mathlib._lock, "threads._lock": threads._lock,
             "blas._lock": blas._lock, "pyabi_dispatch._lock": pyabi_dispatch._lock,
-            "tiers._worker_lock": tiers._worker_lock,
+            "tiers._worker_lock": tiers._worker_lock, "tiers.hot_lock": tiers.hot_lock,
             "diskcache._stats_lock": diskcache._stats_lock, "fftlib._lock": fftlib._lock,
             "ffttables._tables_lock": ffttables._tables_lock}
 
 
 def _unregistered():
     locks = _backend_locks()            # imports them first: they register at import
-    registered = jit._fork_order()
+    from tracejit import forksafe
+    registered = [lock for _, _, lock in forksafe._locks]
     return [n for n, lock in locks.items() if not any(lock is r for r in registered)]
 
 
@@ -504,7 +505,6 @@ def test_every_module_level_lock_is_listed_here():
                 with open(os.path.join(dirpath, name)) as fh:
                     for m in re.finditer(r"^(\w+) = threading\.R?Lock\(\)", fh.read(), re.M):
                         found.add(f"{name[:-3]}.{m.group(1)}")
-    found.discard("tiers.hot_lock")          # tiers.py has its own at-fork handlers
     found.discard("workers._pool_lock")      # so has workers.py (a child starts its own pool)
     assert found == set(_backend_locks())
 

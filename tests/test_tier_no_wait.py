@@ -12,6 +12,7 @@ import time
 import numpy as np
 
 import tracejit as tj
+from tracejit import forksafe
 from tracejit.backend.engine import jit
 from tracejit.backend.runtime import tiers
 
@@ -24,7 +25,7 @@ def _busy_llvm():
     held, release = threading.Event(), threading.Event()
 
     def compile_():
-        with jit._llvm_lock():
+        with forksafe._llvmlite_lock():
             tiers._running.set()
             held.set()
             try:
@@ -72,7 +73,7 @@ def test_calls_during_a_real_slow_hot_compile(monkeypatch):
 
     def slow_compile(*args, **kwargs):
         if threading.current_thread().name == "tracejit-hot-tier":
-            with jit._llvm_lock():
+            with forksafe._llvmlite_lock():
                 started.set()
                 release.wait(HOLD)
         return compile_ir(*args, **kwargs)

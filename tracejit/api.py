@@ -31,7 +31,7 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from . import autograph, pickling, tree
+from . import autograph, forksafe, pickling, tree
 from .artifact import Artifact, ArtifactError, Entry, portable
 from .config import _on_code_change, config
 from .core import Tracer, current_builder, make_graph
@@ -160,22 +160,9 @@ _cache_lock = threading.Lock()       # every Traced's _cache, _pending and count
 _table_lock = threading.RLock()
 
 
-def _before_fork():
-    _table_lock.acquire()
-    _cache_lock.acquire()
-
-
-def _after_fork():
-    _cache_lock.release()
-    _table_lock.release()
-
-
-def _register_fork_hooks():
-    """Take this module's locks around ``os.fork`` (see the module docstring). Registered once
-    the backend is imported (``traced_type``), so that these handlers run before the backend's
-    (``jit.register_fork_lock``): a thread holding ``_table_lock`` may be compiling."""
-    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork,
-                        after_in_child=_after_fork)
+# taken around os.fork before the backend's locks: a thread holding _table_lock may be compiling
+forksafe.register(_table_lock, forksafe.TABLES)
+forksafe.register(_cache_lock, forksafe.CACHES)
 
 
 class _Pending:
@@ -802,7 +789,6 @@ def traced_type():
     if _traced_type is None:
         from .backend.runtime.pyabi_dispatch import make_dispatch_type
         _traced_type = make_dispatch_type("Traced", Traced, doc=Traced.__doc__)
-        _register_fork_hooks()
     return _traced_type
 
 
@@ -832,7 +818,7 @@ def _forget_unfinished_imports():
             blocking.pop(tid, None)
 
 
-os.register_at_fork(after_in_child=_forget_unfinished_imports)
+forksafe.in_child(_forget_unfinished_imports)
 
 
 def is_traced(obj) -> bool:

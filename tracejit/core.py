@@ -18,14 +18,13 @@ import contextvars
 import dis
 import gc
 import operator
-import os
 import sys
 import threading
 from typing import Any, Callable
 
 import numpy as np
 
-from . import dtypes
+from . import dtypes, forksafe
 from .errors import ConcretizationError, TracerError, UnsupportedError, user_location
 from .ir import PRIMITIVES, Eqn, Graph, Literal, Type, Var
 
@@ -501,15 +500,15 @@ _gc_depth = 0                  # traces and passes running with full collections
 _gc_saved = None               # the collector's thresholds before the outermost one began
 # a leaf lock, taken around os.fork (as numpy/intercept's): a child never inherits it held,
 # and a child forked in the middle of another thread's trace gets full collections back
-if hasattr(os, "register_at_fork"):
-    def _gc_after_fork_in_child():
-        global _gc_depth
-        if _gc_depth:
-            gc.set_threshold(*_gc_saved)
-            _gc_depth = 0
-        _gc_lock.release()
-    os.register_at_fork(before=_gc_lock.acquire, after_in_parent=_gc_lock.release,
-                        after_in_child=_gc_after_fork_in_child)
+def _gc_after_fork_in_child():
+    global _gc_depth
+    if _gc_depth:
+        gc.set_threshold(*_gc_saved)
+        _gc_depth = 0
+
+
+forksafe.register(_gc_lock, forksafe.LEAF)
+forksafe.in_child(_gc_after_fork_in_child)
 
 
 @contextlib.contextmanager

@@ -13,10 +13,11 @@ function, arguments and keywords; any other callable by itself.
 from __future__ import annotations
 
 import functools
-import os
 import threading
 import types
 from collections import OrderedDict
+
+from . import forksafe
 
 
 def _cells(fun):
@@ -74,9 +75,7 @@ class Memo:
         self._lock = threading.Lock()
         # a leaf lock (build() runs outside it): taken around os.fork, so that a child never
         # inherits it held by a thread of the parent
-        if hasattr(os, "register_at_fork"):
-            os.register_at_fork(before=self._lock.acquire, after_in_parent=self._lock.release,
-                                after_in_child=self._lock.release)
+        forksafe.register(self._lock, forksafe.LEAF)
 
     def get(self, fun, options, build):
         """The object built for ``fun`` and ``options`` (hashable), ``build()`` on a miss."""

@@ -27,7 +27,7 @@ import warnings
 
 import numpy as np
 
-from .. import core, dtypes
+from .. import core, dtypes, forksafe
 from ..errors import TracerWarning
 from ..core import Tracer, current_builder
 from ._base import filled, has_tracer, strong
@@ -310,9 +310,7 @@ _active = 0
 # another thread entered a trace would otherwise wait for it forever (1 child in ~1000 did).
 # A child may keep the wrappers installed for its parent's other threads' traces: they call
 # the originals outside a trace, so that costs a check per call, never a different result.
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_lock.acquire, after_in_parent=_lock.release,
-                        after_in_child=_lock.release)
+forksafe.register(_lock, forksafe.LEAF)
 
 
 class _NumpyOfExtensions:

@@ -32,13 +32,13 @@ from __future__ import annotations
 
 import atexit
 import ctypes
-import os
 import signal
 import sys
 import threading
 
 from llvmlite import ir
 
+from ... import forksafe
 from ..abi import ERR_INTERRUPT
 from .loops import _for
 
@@ -93,7 +93,7 @@ def _after_fork_in_child():
     _state["forked"] = True
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+forksafe.in_child(_after_fork_in_child)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from ...config import config
+from ... import forksafe
 from . import diskcache
 from .diskcache import stats
 from .objects import Cached, defined_symbols, handover_state, keep_object, new_hash
@@ -49,14 +50,10 @@ _lock = threading.RLock()
 _engine = None
 _counter = 0
 
-# ---------------------------------------------------------------------------------------------
-# fork safety: a child process inherits locks in the state they were in at fork, held by
-# threads that do not exist in the child. So before fork the forking thread takes every
-# process-wide lock of the backend (the registered ones, outermost first, then ``_lock``, then
-# llvmlite's own lock, which every call into LLVM holds: no thread is inside LLVM at fork; then
-# the disk cache's counter lock), and releases them in parent and child after it.
-
-_fork_locks: list = []
+# fork safety (``tracejit.forksafe``): before fork the forking thread takes every process-wide
+# lock of the backend (the registered ones, outermost first, then ``_lock``, then llvmlite's own
+# lock, which every call into LLVM holds: no thread is inside LLVM at fork; then the disk
+# cache's counter lock), and releases them in parent and child after it.
 
 
 def register_fork_lock(lock) -> None:
@@ -64,34 +61,11 @@ def register_fork_lock(lock) -> None:
     the child. For module-level locks that may be held around calls into this module (they are
     taken in registration order, before ``_lock``; none may be taken while holding a later
     one). Every process-wide lock of the backend is registered."""
-    _fork_locks.append(lock)
+    forksafe.register(lock, forksafe.BACKEND)
 
 
-def _llvm_lock():
-    """llvmlite's lock around the LLVM C API (``ffi.lib._lock``: a ``_LLVMLock`` wrapping an
-    RLock; private, hence the fallback to none)."""
-    return getattr(getattr(getattr(llvm.ffi, "lib", None), "_lock", None), "_lock", None)
-
-
-def _fork_order():
-    # outermost first; the stats lock is a leaf taken under _lock, so it comes last
-    return (*_fork_locks, _lock, _llvm_lock(), diskcache._stats_lock)
-
-
-def _before_fork():
-    for lock in _fork_order():
-        if lock is not None:
-            lock.acquire()
-
-
-def _after_fork():
-    for lock in reversed(_fork_order()):
-        if lock is not None:
-            lock.release()
-
-
-os.register_at_fork(before=_before_fork, after_in_parent=_after_fork,
-                    after_in_child=_after_fork)
+forksafe.register(_lock, forksafe.ENGINE)
+forksafe.register(diskcache._stats_lock, forksafe.LEAF)
 
 
 _host = None

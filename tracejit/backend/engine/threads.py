@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import atexit
 import ctypes
-import os
 import platform
 import threading
 import time
 
 from llvmlite import ir
 
+from ... import forksafe
 from ...config import config, on_set
 from . import jit, objects
 
@@ -407,8 +407,7 @@ def _compile_pool():
     pool["set_nthreads"](_clamp(_num_threads or _default_threads()))
     _pool = pool
     atexit.register(shutdown)
-    if hasattr(os, "register_at_fork"):
-        os.register_at_fork(after_in_child=pool["after_fork"])
+    forksafe.in_child(pool["after_fork"])
 
 
 def _clamp(n) -> int:

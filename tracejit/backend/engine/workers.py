@@ -34,6 +34,8 @@ import tempfile
 import threading
 from concurrent.futures import Future
 
+from ... import forksafe
+
 _HEAD = struct.Struct("<QQQi")      # a job: lengths of text, cpu, features; opt
 _REPLY = struct.Struct("<cQd")      # a reply: b"o" ok / b"m" MemoryError / b"e", length, CPU s
 # The worker runs this, not this module: it needs only the engine (``jit``), and importing this
@@ -281,4 +283,4 @@ def _forget_in_child():
 
 
 atexit.register(_at_exit)
-os.register_at_fork(after_in_child=_forget_in_child)
+forksafe.in_child(_forget_in_child)

@@ -39,13 +39,13 @@ from __future__ import annotations
 import atexit
 import functools
 import logging
-import os
 import queue
 import threading
 import weakref
 
 import numpy as np
 
+from ... import forksafe
 from ...ir import Graph
 from ..engine import jit
 from ..plan.lowering import COST
@@ -168,16 +168,11 @@ def _stop_worker():
         _worker.join(timeout=30)
 
 
-def _before_fork():
-    hot_lock.acquire()
-
-
 def _after_fork_in_child():
     global _worker, _jobs
     _worker, _jobs = None, queue.SimpleQueue()
     _running.clear()
-    hot_lock.release()
 
 
-os.register_at_fork(before=_before_fork, after_in_parent=hot_lock.release,
-                    after_in_child=_after_fork_in_child)
+forksafe.register(hot_lock, forksafe.HOT)
+forksafe.in_child(_after_fork_in_child)
