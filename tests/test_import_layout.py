@@ -17,7 +17,7 @@ The front end's layers (``FRONT_END``), lowest first, the pipeline of STYLE.md r
 ir -> ops -> transforms -> passes -> backend -> runtime -> api)::
 
     base         version, errors, dtypes, config, ir, tree, bugreport, funkey, pickling,
-                 serialize, artifact (values and records: no tracing)
+                 serialize, artifact, forksafe (values and records: no tracing)
     core         Primitive, the Tracer, the builder, eval_graph
     core helpers ad_util (rules' building blocks), signature, interpret
     ops          the primitives, one place each (ops/*)
@@ -64,14 +64,16 @@ LAYERS = {"abi": 0, "plan": 1, "engine": 2, "mathlib": 3, "matmul": 3, "emit": 4
 # what the backend may import from the rest of the package: the layers below it
 # (STYLE.md 8: trace -> ir -> ops -> transforms -> passes -> backend -> runtime -> api)
 BELOW_BACKEND = ("tracejit.version", "tracejit.config", "tracejit.ir", "tracejit.dtypes",
-                 "tracejit.errors", "tracejit.bugreport", "tracejit.passes", "tracejit.ops")
+                 "tracejit.errors", "tracejit.bugreport", "tracejit.passes", "tracejit.ops",
+                 "tracejit.forksafe")
 
 # The front end's layers, lowest first: a module imports its own layer and the ones before it.
 # A name is a module or a package (all of its modules); the longest name that matches counts.
 FRONT_END = [
     ("base", ["tracejit.version", "tracejit.errors", "tracejit.dtypes", "tracejit.config",
               "tracejit.ir", "tracejit.tree", "tracejit.bugreport", "tracejit.funkey",
-              "tracejit.pickling", "tracejit.serialize", "tracejit.artifact"]),
+              "tracejit.pickling", "tracejit.serialize", "tracejit.artifact",
+              "tracejit.forksafe"]),
     ("core", ["tracejit.core"]),
     ("core helpers", ["tracejit.ad_util", "tracejit.signature", "tracejit.interpret"]),
     ("ops", ["tracejit.ops"]),
