@@ -11,6 +11,13 @@ the bit, dtypes included: a Python-scalar ``q`` keeps a float32 array's dtype, a
 promotes to float64). A slice holding a NaN gives NaN, as NumPy's (NaN sorts last).
 ``partition``/``argpartition`` return the full sort, which meets NumPy's contract (the order
 inside each side of the kth element is unspecified).
+
+Which argsort: a default-kind ``argsort``, and ``sort`` of floats, keep NumPy's own order of
+ties (its introsort's, which also places ``-0.0`` against ``0.0`` and NaN payloads: visible in
+the values), so they run NumPy's sort on every backend. Everything whose result cannot show the
+order of ties sorts stably, which the llvm backend does natively (``backend/emit/sortlib.py``):
+``sort`` of integers and bools, partition, argpartition (any order of ties meets NumPy's
+contract), the order statistics, lexsort and top_k.
 """
 from __future__ import annotations
 
@@ -55,7 +62,16 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     from .indexing import take_along_axis
     _no_order(order, "sort")
     a, axis = _axis_and_array(a, axis, "sort")
-    return take_along_axis(a, argsort_p.bind(a, axis=axis, stable=_stable(kind, stable)), axis)
+    # equal integers (bools) are indistinguishable: the stable order is NumPy's result
+    stable = _stable(kind, stable) or type_of(a).dtype.kind in "biu"
+    return take_along_axis(a, argsort_p.bind(a, axis=axis, stable=stable), axis)
+
+
+def _sorted(a, axis):
+    """``a`` sorted stably along ``axis``: for results that cannot show the order of ties."""
+    from .indexing import take_along_axis
+    a, axis = _axis_and_array(a, axis, "sort")
+    return take_along_axis(a, argsort_p.bind(a, axis=axis, stable=True), axis)
 
 
 def _stable(kind, stable) -> bool:
@@ -78,7 +94,7 @@ def partition(a, kth, axis=-1, kind="introselect", order=None):
     _no_order(order, "partition")
     b, ax = _axis_and_array(a, axis, "partition")
     _kth(b, kth, ax, "partition")
-    return sort(b, ax)
+    return _sorted(b, ax)
 
 
 @implements(np.argpartition)
@@ -87,7 +103,7 @@ def argpartition(a, kth, axis=-1, kind="introselect", order=None):
     _no_order(order, "argpartition")
     b, ax = _axis_and_array(a, axis, "argpartition")
     _kth(b, kth, ax, "argpartition")
-    return argsort_p.bind(b, axis=ax, stable=False)
+    return argsort_p.bind(b, axis=ax, stable=True)
 
 
 def sort_inplace(self, axis=-1, kind=None, order=None, *, stable=None):
@@ -141,7 +157,7 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     if out is not None:
         raise UnsupportedError("np.median(..., out=) on tracers; write out[...] = np.median(a)")
     part, keep_shape = _reduce_axes(a, axis, keepdims, "median")
-    part = sort(part, -1)
+    part = _sorted(part, -1)
     n = type_of(part).shape[-1]
     lo = n // 2 if n % 2 else n // 2 - 1
     result = _nan_fixed(part, mean(part[..., lo:n // 2 + 1], axis=-1))
@@ -208,7 +224,7 @@ def _quantile(a, q, axis, method, keepdims, weak_q, name):
     part, keep_shape = _reduce_axes(a, axis, keepdims, name)
     if type_of(part).dtype.kind == "c":
         raise TypeError("a must be an array of real numbers")
-    part = sort(part, -1)
+    part = _sorted(part, -1)
     n = type_of(part).shape[-1]
     inexact = type_of(part).dtype.kind == "f"
     virtual = np.asanyarray(_virtual_index(n, q, method))
