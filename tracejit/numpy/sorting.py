@@ -12,12 +12,13 @@ promotes to float64). A slice holding a NaN gives NaN, as NumPy's (NaN sorts las
 ``partition``/``argpartition`` return the full sort, which meets NumPy's contract (the order
 inside each side of the kth element is unspecified).
 
-Which argsort: a default-kind ``argsort``, and ``sort`` of floats, keep NumPy's own order of
-ties (its introsort's, which also places ``-0.0`` against ``0.0`` and NaN payloads: visible in
-the values), so they run NumPy's sort on every backend. Everything whose result cannot show the
-order of ties sorts stably, which the llvm backend does natively (``backend/emit/sortlib.py``):
-``sort`` of integers and bools, partition, argpartition (any order of ties meets NumPy's
-contract), the order statistics, lexsort and top_k.
+Which argsort: a default-kind ``argsort`` keeps NumPy's own order of ties (its introsort's), so
+it runs NumPy's argsort on every backend. Everything else sorts stably, which the llvm backend
+does natively (``backend/emit/sortlib.py``): ``sort`` (equal values are identical, except that
+``-0.0`` and ``0.0``, and NaNs of different payloads, keep their input order, where NumPy's
+SIMD value sort places them its own way, which NumPy's argsort does not reproduce either),
+partition and argpartition (any order of ties meets NumPy's contract), the order statistics,
+lexsort and top_k.
 """
 from __future__ import annotations
 
@@ -58,17 +59,13 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
 
 @implements(np.sort)
 def sort(a, axis=-1, kind=None, order=None, *, stable=None):
-    """``a`` sorted along ``axis`` (a gather: differentiable)."""
-    from .indexing import take_along_axis
+    """``a`` sorted along ``axis``, stably (a gather: differentiable)."""
     _no_order(order, "sort")
-    a, axis = _axis_and_array(a, axis, "sort")
-    # equal integers (bools) are indistinguishable: the stable order is NumPy's result
-    stable = _stable(kind, stable) or type_of(a).dtype.kind in "biu"
-    return take_along_axis(a, argsort_p.bind(a, axis=axis, stable=stable), axis)
+    return _sorted(a, axis)
 
 
 def _sorted(a, axis):
-    """``a`` sorted stably along ``axis``: for results that cannot show the order of ties."""
+    """``a`` sorted stably along ``axis`` (module docstring: why stably)."""
     from .indexing import take_along_axis
     a, axis = _axis_and_array(a, axis, "sort")
     return take_along_axis(a, argsort_p.bind(a, axis=axis, stable=True), axis)

@@ -95,6 +95,15 @@ def _key(b, x, code):
     return k if bits == 64 else b.zext(k, I64)
 
 
+def _less(b, x, y, code):
+    """NumPy's ``LT(x, y)`` on elements (``key(x) < key(y)`` without computing keys: the binary
+    search compares each probe once, and the key's selects lengthen its dependency chain)."""
+    if code[0] == "f":
+        return b.or_(b.fcmp_ordered("<", x, y),
+                     b.and_(b.fcmp_unordered("uno", y, y), b.fcmp_ordered("ord", x, x)))
+    return (b.icmp_signed if code[0] == "i" else b.icmp_unsigned)("<", x, y)
+
+
 class _Builder:
     """Emits one library function at a time into ``module``."""
 
@@ -282,18 +291,25 @@ class _Builder:
         et = _elem_type(code)
         with b.if_then(b.icmp_signed("<=", m, _i64(0))):
             b.ret_void()
-        is_right = b.icmp_signed("!=", right, _i64(0))
+        with b.if_else(b.icmp_signed("!=", right, _i64(0))) as (on_right, on_left):
+            for side, right_side in ((on_right, True), (on_left, False)):
+                with side:              # one loop per side: no select in the binary search
+                    self._search_loop(a, n, v, m, out, et, code, right_side)
+        b.ret_void()
 
-        def cmp(x, y):                  # left: LT(x, y); right: not LT(y, x), i.e. x <= y
-            return b.select(is_right, b.icmp_unsigned("<=", x, y), b.icmp_unsigned("<", x, y))
+    def _search_loop(self, a, n, v, m, out, et, code, right_side):
+        b = self.b
+
+        def cmp(x, y):                  # left: LT(x, y); right: not LT(y, x)
+            return b.not_(_less(b, y, x, code)) if right_side else _less(b, x, y, code)
 
         lo, hi = self.var(I64, _i64(0), "lo"), self.var(I64, n, "hi")
-        last = self.var(I64, _key(b, self.ld(v, _i64(0), et), code), "last")
+        last = self.var(et, self.ld(v, _i64(0), et), "last")
 
         def each(j):
-            k = _key(b, self.ld(v, j, et), code)
+            k = self.ld(v, j, et)
             h = b.load(hi, typ=I64)
-            with b.if_else(cmp(b.load(last, typ=I64), k)) as (up, down):
+            with b.if_else(cmp(b.load(last, typ=et), k)) as (up, down):
                 with up:                # a larger key: keep the lower bound
                     b.store(n, hi)
                 with down:
@@ -301,19 +317,29 @@ class _Builder:
                     b.store(b.select(b.icmp_signed("<", h, n), b.add(h, _i64(1)), n), hi)
             b.store(k, last)
 
-            def halve():
+            def halve(probe):
                 lv, hv = b.load(lo, typ=I64), b.load(hi, typ=I64)
                 mid = b.add(lv, b.ashr(b.sub(hv, lv), _i64(1)))
-                below = cmp(_key(b, self.ld(a, mid, et), code), k)
+                below = probe(self.ld(a, mid, et))
                 b.store(b.select(below, b.add(mid, _i64(1)), lv), lo)
                 b.store(b.select(below, hv, mid), hi)
 
-            self.while_(lambda: b.icmp_signed("<", b.load(lo, typ=I64), b.load(hi, typ=I64)),
-                        halve, "bs")
+            def search(probe):
+                self.while_(lambda: b.icmp_signed("<", b.load(lo, typ=I64),
+                                                  b.load(hi, typ=I64)),
+                            lambda: halve(probe), "bs")
+
+            if code[0] == "f":          # a number k: one ordered compare per probe
+                with b.if_else(b.fcmp_unordered("uno", k, k)) as (nan, number):
+                    with nan:
+                        search(lambda x: cmp(x, k))
+                    with number:
+                        search(lambda x: b.fcmp_ordered("<=" if right_side else "<", x, k))
+            else:
+                search(lambda x: cmp(x, k))
             self.st(b.load(lo, typ=I64), out, j)
 
         self.loop(0, m, each, "j")
-        b.ret_void()
 
 
 def build_module() -> ir.Module:
