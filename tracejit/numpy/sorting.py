@@ -1,6 +1,6 @@
 """Sorting and order statistics on tracers: sort, argsort, partition, argpartition,
 searchsorted, lexsort, median, quantile and percentile (``ndarray.sort``/``argsort`` too),
-and JAX's ``top_k``.
+JAX's ``top_k`` and ``unique`` with JAX's static ``size=``.
 
 A sort is the gather ``take_along_axis(a, argsort(a))`` (``ops/sorting.py``), so it is
 differentiable (the tangents are permuted) and batched like any gather. Order statistics follow
@@ -32,7 +32,7 @@ from ..ops.sorting import argsort_p, searchsorted_p
 from ._base import as_traceable, implements, normalize_axis, result_type
 
 __all__ = ["sort", "argsort", "partition", "argpartition", "searchsorted", "median",
-           "quantile", "percentile", "lexsort", "top_k"]
+           "quantile", "percentile", "lexsort", "top_k", "unique"]
 
 
 def _axis_and_array(a, axis, name):
@@ -326,3 +326,89 @@ def top_k(operand, k):
     perm = argsort_p.bind(flip(x, -1), axis=ty.ndim - 1, stable=True)
     idx = np.int64(n - 1) - flip(perm, -1)[..., :k]
     return take_along_axis(x, idx, -1), idx
+
+
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
+           equal_nan=True, size=None, fill_value=None):
+    """NumPy's unique of the flattened array (sorted distinct values; ``equal_nan``: one NaN),
+    with JAX's ``size``/``fill_value``: exactly ``size`` values, the first ``size`` distinct
+    ones, then ``fill_value`` (default: the smallest value) where there are fewer; the padded
+    first indices are the smallest value's, the padded counts 0. Traced arrays need ``size``
+    (how many distinct values there are is known only when the function runs)."""
+    flags = (return_index, return_inverse, return_counts)
+    if not isinstance(ar, Tracer) and not isinstance(fill_value, Tracer):
+        res = np.unique(ar, *flags, axis=axis, equal_nan=equal_nan)
+        return res if size is None else _padded(res, flags, operator.index(size), fill_value)
+    if size is None:
+        raise ConcretizationError(
+            "unique of a traced array: how many distinct values there are is known only when "
+            "the function runs; pass tracejit.numpy.unique(x, size=n, fill_value=f) for exactly "
+            "n values (the first n distinct ones, then f)")
+    if axis is not None and type_of(ar).ndim != 1:
+        raise UnsupportedError("tracejit.numpy.unique(..., axis=...) of a traced array with "
+                               "more than one axis: unique rows are not supported; use axis=None")
+    return _unique_traced(as_traceable(ar), flags, operator.index(size), fill_value, equal_nan)
+
+
+def _padded(res, flags, size, fill_value):
+    """NumPy's unique results cut or padded to ``size`` entries (``unique``'s docstring)."""
+    res = list(res) if any(flags) else [res]
+    values, k = res[0], len(res[0])
+    fill = values[:1] if fill_value is None else np.asarray(fill_value, values.dtype)
+    res[0] = np.concatenate([values[:size], np.broadcast_to(fill, (max(0, size - k),))
+                             if k or fill_value is not None else np.zeros(size, values.dtype)])
+    pos = 1
+    if flags[0]:
+        idx = res[pos]
+        res[pos] = np.concatenate([idx[:size], np.full(max(0, size - k), idx[0] if k else 0)])
+        pos += 1
+    pos += flags[1]
+    if flags[2]:
+        res[pos] = np.concatenate([res[pos][:size], np.zeros(max(0, size - k), np.int64)])
+    return tuple(res) if any(flags) else res[0]
+
+
+def _unique_traced(a, flags, size, fill_value, equal_nan):
+    """Sort, mark the first of each run of equal values, and find the ``k``-th mark with a
+    binary search of the marks' running count (native on llvm, O(size log n))."""
+    from ._base import convert
+    from .creation import arange
+    from .indexing import take
+    from .logic import where
+    from .math import isnan, not_equal
+    from .mutation import ravel
+    from .reductions import cumsum
+    from .shape import concatenate, reshape
+    shape = type_of(a).shape
+    a = ravel(a)
+    n = type_of(a).shape[0]
+    perm = argsort_p.bind(a, axis=0, stable=True)
+    aux = take(a, perm)
+    if n == 0:          # nothing to find: the fill (or 0) everywhere, as the concrete path
+        fill = 0 if fill_value is None else fill_value
+        values = convert(np.zeros(size, type_of(a).dtype) + np.asarray(fill, type_of(a).dtype),
+                         type_of(a).dtype)
+        starts = ends = np.zeros(size, np.int64)
+        valid = np.zeros(size, bool)
+    else:
+        new = not_equal(aux[1:], aux[:-1])
+        if equal_nan and type_of(a).dtype.kind in "fc":
+            new = new & ~(isnan(aux[1:]) & isnan(aux[:-1]))
+        runs = cumsum(convert(concatenate([np.ones(1, bool), new]), np.int64))
+        starts = searchsorted(runs, arange(1, size + 1, dtype=np.int64))   # n: no such run
+        ends = searchsorted(runs, arange(2, size + 2, dtype=np.int64))
+        valid = starts < n
+        first = where(valid, starts, 0)
+        values = take(aux, first)
+        if fill_value is not None:
+            values = where(valid, values, np.asarray(fill_value, type_of(a).dtype))
+    out = [values]
+    if flags[0]:
+        out.append(take(perm, first) if n else np.zeros(size, np.int64))
+    if flags[1]:
+        inverse = take(runs - 1, argsort_p.bind(perm, axis=0, stable=True)) if n else \
+            np.zeros(0, np.int64)
+        out.append(reshape(inverse, shape))
+    if flags[2]:
+        out.append(where(valid, ends - starts, 0) if n else np.zeros(size, np.int64))
+    return tuple(out) if any(flags) else out[0]
