@@ -75,12 +75,15 @@ def _newton(t0, enabled, residual):
 
 
 def gammaincinv_kernel(a, p):
-    """The x >= 0 with P(a, x) = p, for a > 0 and 0 <= p <= 1 (0 at p = 0, inf at p = 1; NaN
-    otherwise, and for a = 0 or inf, as SciPy)."""
+    """The x >= 0 with P(a, x) = p, for a >= 0 and 0 <= p <= 1: 0 at p = 0, inf at p = 1, NaN
+    inside for a = 0 or inf and outside the domain (SciPy's values)."""
     a, p = _broadcast(a, p)
-    bad = m.logical_or(m.logical_or(m.logical_not(m.greater(a, 0.0)), m.isinf(a)),
+    bad = m.logical_or(m.logical_not(m.greater_equal(a, 0.0)),
                        m.logical_or(m.logical_not(m.greater_equal(p, 0.0)), m.greater(p, 1.0)))
-    ok = m.logical_and(m.logical_not(bad), m.logical_and(m.greater(p, 0.0), m.less(p, 1.0)))
+    inner = m.logical_and(m.greater(p, 0.0), m.less(p, 1.0))
+    bad = m.logical_or(bad, m.logical_and(inner, m.logical_or(m.equal(a, 0.0), m.isinf(a))))
+    special = where(bad, NAN, where(m.equal(p, 1.0), INF, 0.0))
+    ok = m.logical_and(m.logical_not(bad), inner)
     a, p = clamp_to(ok, a, 1.0), clamp_to(ok, p, 0.5)
     # the starting point: Wilson-Hilferty above a = 1, the power law x**a / gamma(a + 1) below
     big = m.greater(a, 1.0)
@@ -111,23 +114,21 @@ def gammaincinv_kernel(a, p):
     # a starting point that underflowed is the answer (x**a / gamma(a + 1) = p: x < 1e-308)
     start = m.logical_and(ok, m.greater(x0, 0.0))
     x = m.exp(_newton(m.log(where(start, x0, 1.0)), start, residual))
-    x = where(start, x, 0.0)
-    special = where(m.equal(p, 1.0), INF, 0.0)
-    return where(ok, x, where(bad, NAN, special))
+    return where(ok, where(start, x, 0.0), special)
 
 
 def betaincinv_kernel(a, b, y):
-    """The x in [0, 1] with I_x(a, b) = y, for a, b > 0 and 0 <= y <= 1 (NaN otherwise; the
-    limits 1 for a = inf and 0 for b = inf, as SciPy)."""
+    """The x in [0, 1] with I_x(a, b) = y, for a, b > 0 and 0 <= y <= 1: 0 at y = 0, 1 at
+    y = 1, inside the limits 1 for a = inf and 0 for b = inf (NaN for both), NaN outside the
+    domain (SciPy's values)."""
     a, b, y = _broadcast(a, b, y)
     bad = m.logical_or(m.logical_or(m.logical_not(m.greater(a, 0.0)),
                                     m.logical_not(m.greater(b, 0.0))),
                        m.logical_or(m.logical_not(m.greater_equal(y, 0.0)), m.greater(y, 1.0)))
-    bad = m.logical_or(bad, m.logical_and(m.isinf(a), m.isinf(b)))
     inner = m.logical_and(m.greater(y, 0.0), m.less(y, 1.0))
-    special = where(m.isinf(a), 1.0, where(m.isinf(b), 0.0, where(m.equal(y, 1.0), 1.0, 0.0)))
-    special = where(m.logical_or(inner, m.logical_or(m.isinf(a), m.isinf(b))), special,
-                    where(m.equal(y, 1.0), 1.0, 0.0))
+    bad = m.logical_or(bad, m.logical_and(inner, m.logical_and(m.isinf(a), m.isinf(b))))
+    limit = where(m.isinf(a), 1.0, 0.0)
+    special = where(bad, NAN, where(inner, limit, where(m.equal(y, 1.0), 1.0, 0.0)))
     ok = m.logical_and(m.logical_and(m.logical_not(bad), inner),
                        m.logical_not(m.logical_or(m.isinf(a), m.isinf(b))))
     a, b, y = clamp_to(ok, a, 2.0), clamp_to(ok, b, 2.0), clamp_to(ok, y, 0.5)
@@ -171,8 +172,7 @@ def betaincinv_kernel(a, b, y):
         return r, m.true_divide(dens, where(upper, above, below))
 
     s0 = m.subtract(m.log(x0), m.log1p(m.negative(x0)))
-    x = x_of(_newton(s0, ok, residual))
-    return where(ok, x, where(bad, NAN, special))
+    return where(ok, x_of(_newton(s0, ok, residual)), special)
 
 
 def _d_gammaincinv(args, ans):
