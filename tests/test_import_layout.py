@@ -109,7 +109,7 @@ NUMPY_LAYERS = [
     ("composites", ["aliases", "counting", "einsum", "extra", "factor", "fft",
                     "floatfns", "intercept", "linalg", "nanfuncs", "nonzero", "signal", "sorting",
                     "special", "special_gamma", "special_incomplete", "special_inverse", "bits",
-                    "tail", "tail_arrays", "ufunc_tail"]),
+                    "tail", "tail_arrays", "tail_index", "ufunc_tail"]),
     ("namespace", [""]),
     ("protocols", ["dispatch"]),
     ("methods", ["methods"]),

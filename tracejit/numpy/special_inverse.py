@@ -18,8 +18,6 @@ order; in a and b, as the forward functions, none (``UnsupportedError``).
 """
 from __future__ import annotations
 
-import numpy as np
-
 from . import math as m
 from .special import INF, NAN, clamp_to, ufunc, where, xlogy
 from .special_gamma import betaln, gammaln_kernel
@@ -140,13 +138,14 @@ def betaincinv_kernel(a, b, y):
     ia, ib = m.true_divide(1.0, m.subtract(m.multiply(2.0, ab), 1.0)), \
         m.true_divide(1.0, m.subtract(m.multiply(2.0, bb), 1.0))
     h = m.true_divide(2.0, m.add(ia, ib))
+    corr = m.subtract(m.add(al, 5.0 / 6.0), m.true_divide(2.0, m.multiply(3.0, h)))
     w = m.subtract(m.true_divide(m.multiply(z, m.sqrt(m.add(al, h))), h),
-                   m.multiply(m.subtract(ib, ia),
-                              m.subtract(m.add(al, 5.0 / 6.0), m.true_divide(2.0, m.multiply(3.0, h)))))
+                   m.multiply(m.subtract(ib, ia), corr))
     x_both = m.true_divide(ab, m.add(ab, m.multiply(bb, m.exp(m.multiply(2.0, w)))))
     lna = m.log(m.true_divide(a, m.add(a, b)))
     lnb = m.log(m.true_divide(b, m.add(a, b)))
-    ta, tb = m.true_divide(m.exp(m.multiply(a, lna)), a), m.true_divide(m.exp(m.multiply(b, lnb)), b)
+    ta = m.true_divide(m.exp(m.multiply(a, lna)), a)
+    tb = m.true_divide(m.exp(m.multiply(b, lnb)), b)
     tot = m.add(ta, tb)
     left = m.less(y, m.true_divide(ta, tot))
     x_tails = where(left, m.power(m.multiply(m.multiply(a, tot), y), m.true_divide(1.0, a)),

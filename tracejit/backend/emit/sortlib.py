@@ -42,7 +42,7 @@ from llvmlite import ir
 from ..engine import jit, objects
 from . import fftlib
 from .loops import _for
-from .ops import I8, I64
+from .ops import I64
 
 PTR = ir.PointerType()
 CODES = ("f8", "f4", "i8", "i4", "i2", "i1", "u8", "u4", "u2", "u1")
