@@ -113,6 +113,22 @@ def test_what_cannot_be_exported_is_named(tmp_path):
                   directory=str(tmp_path))
 
 
+def test_sort_from_c(tmp_path):
+    """The native sort library is linked in (stable argsort, sort, searchsorted)."""
+    def ranks(x):
+        return np.sort(x)[::8] + np.searchsorted(np.sort(x), x[:5]) + \
+            np.argsort(x, kind="stable")[:5]
+    x = np.random.default_rng(0).integers(0, 20, 40).astype(np.float64)
+    so, _ = tj.export(ranks, x, name="ranks", directory=str(tmp_path))
+    _only_the_c_runtime(so)
+    want = np.sort(x)[::8] + np.searchsorted(np.sort(x), x[:5]) + \
+        np.argsort(x, kind="stable")[:5]
+    out = _run_c(str(tmp_path), "ranks", [_c_array("x", x)],
+                 "double out[5]; if (ranks(x, out)) return 1;\n"
+                 'for (int k = 0; k < 5; k++) printf("%a\\n", out[k]);')
+    assert np.array_equal([float.fromhex(v) for v in out], want)
+
+
 def test_fft_from_c(tmp_path):
     """The native FFT library and its tables are linked in (real and complex transforms)."""
     def spectrum(x):

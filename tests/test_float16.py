@@ -265,3 +265,13 @@ def test_derivatives(backend):
     assert h.dtype == H and np.allclose(h, h64, atol=8e-3, rtol=8e-3)
     v = tj.jit(tj.vmap(lambda a: a * np.cos(a)), backend=backend)(A[:60].reshape(6, 10))
     assert not _differ(v, _numpy(lambda a: a * np.cos(a), A[:60].reshape(6, 10))).any()
+
+
+def test_bfloat16_is_refused_with_what_to_do():
+    ml_dtypes = pytest.importorskip("ml_dtypes", reason="bfloat16 arrays need ml_dtypes, "
+                                                        "which tracejit does not depend on")
+    x = np.ones(3, dtype=ml_dtypes.bfloat16)
+    with pytest.raises(tj.InputError, match="bfloat16.*float32"):
+        tj.jit(lambda a: a * 2)(x)
+    with pytest.raises(tj.DTypeError, match="bfloat16.*float32"):
+        tj.jit(lambda a: a.astype(ml_dtypes.bfloat16))(np.ones(3, np.float32))

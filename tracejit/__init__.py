@@ -18,6 +18,9 @@ from . import test_util  # noqa: F401
 from .control import cond, switch, while_loop, fori_loop, scan  # noqa: F401
 from .checkpoint import checkpoint, remat  # noqa: F401
 from .vmapped import vmap  # noqa: F401
+from . import apply as _apply
+# vmap-based, so above the NumPy layer: installed where NumPy's dispatch looks names up
+numpy.apply_along_axis, numpy.apply_over_axes = _apply.apply_along_axis, _apply.apply_over_axes
 from .callback import pure_callback  # noqa: F401
 from . import debug  # noqa: F401
 from .ode import odeint  # noqa: F401

@@ -44,6 +44,11 @@ def canonical(dtype, what="value") -> np.dtype:
     dt = np.dtype(dtype)
     if dt in SUPPORTED:
         return dt
+    if dt.name == "bfloat16":           # NumPy has it only through ml_dtypes: not a dependency
+        raise DTypeError(f"tracejit does not support bfloat16 for {what}: NumPy has no bfloat16 "
+                         f"dtype of its own (ml_dtypes adds one, and tracejit depends on NumPy "
+                         f"and llvmlite only); convert with .astype(numpy.float32) (exact) or "
+                         f".astype(numpy.float16) for half-precision storage")
     raise DTypeError(f"tracejit does not support dtype {dt} for {what}; supported dtypes are "
                      f"{', '.join(str(d) for d in SUPPORTED)}. Convert with .astype(...) first.")
 

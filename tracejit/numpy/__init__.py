@@ -28,6 +28,7 @@ from .floatfns import *  # noqa: F401,F403
 from .bits import *  # noqa: F401,F403
 from .ufunc_tail import *  # noqa: F401,F403
 from .tail_arrays import *  # noqa: F401,F403
+from .tail_index import *  # noqa: F401,F403
 from .signal import *  # noqa: F401,F403
 from .nonzero import *  # noqa: F401,F403
 from .mutation import *  # noqa: F401,F403  (view functions: writes through them reach the base)

@@ -67,10 +67,10 @@ def _is_numpy(ufunc) -> bool:
 
 
 def _foreign(ufunc):
-    """A ufunc of another library: SciPy's special functions (``special_gamma.UFUNCS`` and
-    ``special_incomplete.UFUNCS``), by name; None for others (the caller says it is
-    unsupported)."""
-    from .special_incomplete import UFUNCS
+    """A ufunc of another library: SciPy's special functions (``special_gamma.UFUNCS``,
+    ``special_incomplete.UFUNCS`` and ``special_inverse.UFUNCS``), by name; None for others
+    (the caller says it is unsupported)."""
+    from .special_inverse import UFUNCS
     return UFUNCS.get(ufunc.__name__)
 
 

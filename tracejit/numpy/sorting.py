@@ -1,6 +1,6 @@
 """Sorting and order statistics on tracers: sort, argsort, partition, argpartition,
 searchsorted, lexsort, median, quantile and percentile (``ndarray.sort``/``argsort`` too),
-and JAX's ``top_k``.
+JAX's ``top_k`` and ``unique`` with JAX's static ``size=``.
 
 A sort is the gather ``take_along_axis(a, argsort(a))`` (``ops/sorting.py``), so it is
 differentiable (the tangents are permuted) and batched like any gather. Order statistics follow
@@ -11,6 +11,14 @@ the bit, dtypes included: a Python-scalar ``q`` keeps a float32 array's dtype, a
 promotes to float64). A slice holding a NaN gives NaN, as NumPy's (NaN sorts last).
 ``partition``/``argpartition`` return the full sort, which meets NumPy's contract (the order
 inside each side of the kth element is unspecified).
+
+Which argsort: a default-kind ``argsort`` keeps NumPy's own order of ties (its introsort's), so
+it runs NumPy's argsort on every backend. Everything else sorts stably, which the llvm backend
+does natively (``backend/emit/sortlib.py``): ``sort`` (equal values are identical, except that
+``-0.0`` and ``0.0``, and NaNs of different payloads, keep their input order, where NumPy's
+SIMD value sort places them its own way, which NumPy's argsort does not reproduce either),
+partition and argpartition (any order of ties meets NumPy's contract), the order statistics,
+lexsort and top_k.
 """
 from __future__ import annotations
 
@@ -24,7 +32,7 @@ from ..ops.sorting import argsort_p, searchsorted_p
 from ._base import as_traceable, implements, normalize_axis, result_type
 
 __all__ = ["sort", "argsort", "partition", "argpartition", "searchsorted", "median",
-           "quantile", "percentile", "lexsort", "top_k"]
+           "quantile", "percentile", "lexsort", "top_k", "unique"]
 
 
 def _axis_and_array(a, axis, name):
@@ -51,11 +59,16 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
 
 @implements(np.sort)
 def sort(a, axis=-1, kind=None, order=None, *, stable=None):
-    """``a`` sorted along ``axis`` (a gather: differentiable)."""
-    from .indexing import take_along_axis
+    """``a`` sorted along ``axis``, stably (a gather: differentiable)."""
     _no_order(order, "sort")
+    return _sorted(a, axis)
+
+
+def _sorted(a, axis):
+    """``a`` sorted stably along ``axis`` (module docstring: why stably)."""
+    from .indexing import take_along_axis
     a, axis = _axis_and_array(a, axis, "sort")
-    return take_along_axis(a, argsort_p.bind(a, axis=axis, stable=_stable(kind, stable)), axis)
+    return take_along_axis(a, argsort_p.bind(a, axis=axis, stable=True), axis)
 
 
 def _stable(kind, stable) -> bool:
@@ -78,7 +91,7 @@ def partition(a, kth, axis=-1, kind="introselect", order=None):
     _no_order(order, "partition")
     b, ax = _axis_and_array(a, axis, "partition")
     _kth(b, kth, ax, "partition")
-    return sort(b, ax)
+    return _sorted(b, ax)
 
 
 @implements(np.argpartition)
@@ -87,7 +100,7 @@ def argpartition(a, kth, axis=-1, kind="introselect", order=None):
     _no_order(order, "argpartition")
     b, ax = _axis_and_array(a, axis, "argpartition")
     _kth(b, kth, ax, "argpartition")
-    return argsort_p.bind(b, axis=ax, stable=False)
+    return argsort_p.bind(b, axis=ax, stable=True)
 
 
 def sort_inplace(self, axis=-1, kind=None, order=None, *, stable=None):
@@ -141,7 +154,7 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     if out is not None:
         raise UnsupportedError("np.median(..., out=) on tracers; write out[...] = np.median(a)")
     part, keep_shape = _reduce_axes(a, axis, keepdims, "median")
-    part = sort(part, -1)
+    part = _sorted(part, -1)
     n = type_of(part).shape[-1]
     lo = n // 2 if n % 2 else n // 2 - 1
     result = _nan_fixed(part, mean(part[..., lo:n // 2 + 1], axis=-1))
@@ -208,7 +221,7 @@ def _quantile(a, q, axis, method, keepdims, weak_q, name):
     part, keep_shape = _reduce_axes(a, axis, keepdims, name)
     if type_of(part).dtype.kind == "c":
         raise TypeError("a must be an array of real numbers")
-    part = sort(part, -1)
+    part = _sorted(part, -1)
     n = type_of(part).shape[-1]
     inexact = type_of(part).dtype.kind == "f"
     virtual = np.asanyarray(_virtual_index(n, q, method))
@@ -313,3 +326,89 @@ def top_k(operand, k):
     perm = argsort_p.bind(flip(x, -1), axis=ty.ndim - 1, stable=True)
     idx = np.int64(n - 1) - flip(perm, -1)[..., :k]
     return take_along_axis(x, idx, -1), idx
+
+
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
+           equal_nan=True, size=None, fill_value=None):
+    """NumPy's unique of the flattened array (sorted distinct values; ``equal_nan``: one NaN),
+    with JAX's ``size``/``fill_value``: exactly ``size`` values, the first ``size`` distinct
+    ones, then ``fill_value`` (default: the smallest value) where there are fewer; the padded
+    first indices are the smallest value's, the padded counts 0. Traced arrays need ``size``
+    (how many distinct values there are is known only when the function runs)."""
+    flags = (return_index, return_inverse, return_counts)
+    if not isinstance(ar, Tracer) and not isinstance(fill_value, Tracer):
+        res = np.unique(ar, *flags, axis=axis, equal_nan=equal_nan)
+        return res if size is None else _padded(res, flags, operator.index(size), fill_value)
+    if size is None:
+        raise ConcretizationError(
+            "unique of a traced array: how many distinct values there are is known only when "
+            "the function runs; pass tracejit.numpy.unique(x, size=n, fill_value=f) for exactly "
+            "n values (the first n distinct ones, then f)")
+    if axis is not None and type_of(ar).ndim != 1:
+        raise UnsupportedError("tracejit.numpy.unique(..., axis=...) of a traced array with "
+                               "more than one axis: unique rows are not supported; use axis=None")
+    return _unique_traced(as_traceable(ar), flags, operator.index(size), fill_value, equal_nan)
+
+
+def _padded(res, flags, size, fill_value):
+    """NumPy's unique results cut or padded to ``size`` entries (``unique``'s docstring)."""
+    res = list(res) if any(flags) else [res]
+    values, k = res[0], len(res[0])
+    fill = values[:1] if fill_value is None else np.asarray(fill_value, values.dtype)
+    res[0] = np.concatenate([values[:size], np.broadcast_to(fill, (max(0, size - k),))
+                             if k or fill_value is not None else np.zeros(size, values.dtype)])
+    pos = 1
+    if flags[0]:
+        idx = res[pos]
+        res[pos] = np.concatenate([idx[:size], np.full(max(0, size - k), idx[0] if k else 0)])
+        pos += 1
+    pos += flags[1]
+    if flags[2]:
+        res[pos] = np.concatenate([res[pos][:size], np.zeros(max(0, size - k), np.int64)])
+    return tuple(res) if any(flags) else res[0]
+
+
+def _unique_traced(a, flags, size, fill_value, equal_nan):
+    """Sort, mark the first of each run of equal values, and find the ``k``-th mark with a
+    binary search of the marks' running count (native on llvm, O(size log n))."""
+    from ._base import convert
+    from .creation import arange
+    from .indexing import take
+    from .logic import where
+    from .math import isnan, not_equal
+    from .mutation import ravel
+    from .reductions import cumsum
+    from .shape import concatenate, reshape
+    shape = type_of(a).shape
+    a = ravel(a)
+    n = type_of(a).shape[0]
+    perm = argsort_p.bind(a, axis=0, stable=True)
+    aux = take(a, perm)
+    if n == 0:          # nothing to find: the fill (or 0) everywhere, as the concrete path
+        fill = 0 if fill_value is None else fill_value
+        values = convert(np.zeros(size, type_of(a).dtype) + np.asarray(fill, type_of(a).dtype),
+                         type_of(a).dtype)
+        starts = ends = np.zeros(size, np.int64)
+        valid = np.zeros(size, bool)
+    else:
+        new = not_equal(aux[1:], aux[:-1])
+        if equal_nan and type_of(a).dtype.kind in "fc":
+            new = new & ~(isnan(aux[1:]) & isnan(aux[:-1]))
+        runs = cumsum(convert(concatenate([np.ones(1, bool), new]), np.int64))
+        starts = searchsorted(runs, arange(1, size + 1, dtype=np.int64))   # n: no such run
+        ends = searchsorted(runs, arange(2, size + 2, dtype=np.int64))
+        valid = starts < n
+        first = where(valid, starts, 0)
+        values = take(aux, first)
+        if fill_value is not None:
+            values = where(valid, values, np.asarray(fill_value, type_of(a).dtype))
+    out = [values]
+    if flags[0]:
+        out.append(take(perm, first) if n else np.zeros(size, np.int64))
+    if flags[1]:
+        inverse = take(runs - 1, argsort_p.bind(perm, axis=0, stable=True)) if n else \
+            np.zeros(0, np.int64)
+        out.append(reshape(inverse, shape))
+    if flags[2]:
+        out.append(where(valid, ends - starts, 0) if n else np.zeros(size, np.int64))
+    return tuple(out) if any(flags) else out[0]

@@ -340,10 +340,12 @@ def _incbet_cf(a, b, x, enabled, second):
     return out[5]
 
 
-def betainc_kernel(a, b, x):
+def betainc_kernel(a, b, x, xc=None):
     """The regularised incomplete beta function I_x(a, b) for a, b > 0 and 0 <= x <= 1 (NaN
-    otherwise; a == 0 gives 1 and b == 0 gives 0 for 0 < x < 1, as SciPy)."""
+    otherwise; a == 0 gives 1 and b == 0 gives 0 for 0 < x < 1, as SciPy). ``xc``: 1 - x when
+    the caller knows it better than its rounding (betaincinv, for an x near 1)."""
     a, b, x = _broadcast(a, b, x)
+    xc = m.subtract(1.0, x) if xc is None else _broadcast(xc, x)[0]
     bad = m.logical_or(m.logical_or(m.less(a, 0.0), m.less(b, 0.0)),
                        m.logical_or(m.less(x, 0.0), m.greater(x, 1.0)))
     bad = m.logical_or(bad, m.logical_or(m.isnan(x), m.logical_or(m.isnan(a), m.isnan(b))))
@@ -357,7 +359,7 @@ def betainc_kernel(a, b, x):
     ok = m.logical_and(m.logical_not(bad), m.logical_and(
         inner, m.logical_not(m.logical_or(zero_inf_a, zero_inf_b))))
     a, b, x = clamp_to(ok, a, 1.0), clamp_to(ok, b, 1.0), clamp_to(ok, x, 0.5)
-    xc = m.subtract(1.0, x)
+    xc = clamp_to(ok, xc, 0.5)
     first = m.logical_and(m.less_equal(m.multiply(b, x), 1.0), m.less_equal(x, 0.95))
     flag = m.logical_and(m.logical_not(first), m.greater(x, m.true_divide(a, m.add(a, b))))
     # the swap keeps x below the mean: I_x(a, b) = 1 - I_(1-x)(b, a)

@@ -1,5 +1,5 @@
 """NumPy's long tail on tracers, as composites of the core functions: trunc, fix, meshgrid, diag, diagflat,
-rot90, vander, diff, ediff1d, gradient, trapezoid, polyval, append, hsplit/vsplit/dsplit,
+rot90, vander, diff, ediff1d, gradient, trapezoid, polyval, polyfit, append, hsplit/vsplit/dsplit,
 cov, corrcoef, allclose, iscomplexobj/isrealobj, result_type, and the error-state functions.
 
 Each follows NumPy's function of the same name (dtypes, shapes, edge cases); the functions that
@@ -17,10 +17,10 @@ from . import mutation
 from .math import trunc
 from ._base import as_traceable, implements, normalize_axis
 
-__all__ = ["fix", "meshgrid", "diag", "diagflat", "rot90", "vander", "diff", "ediff1d", "gradient",
-           "trapezoid", "polyval", "append", "hsplit", "vsplit", "dsplit", "cov", "corrcoef",
-           "allclose", "iscomplexobj", "isrealobj", "result_type", "seterr", "geterr",
-           "errstate"]
+__all__ = ["fix", "meshgrid", "diag", "diagflat", "rot90", "vander", "diff", "ediff1d",
+           "gradient", "trapezoid", "polyval", "polyfit", "append", "hsplit", "vsplit", "dsplit",
+           "cov", "corrcoef", "allclose", "iscomplexobj", "isrealobj", "result_type", "seterr",
+           "geterr", "errstate"]
 
 # NumPy's floating-point error state is Python-side configuration: tracejit's code follows
 # IEEE semantics and never warns, so these are NumPy's own (usable inside a trace)
@@ -260,6 +260,58 @@ def polyval(p, x):
     for c in coeffs:
         y = add(multiply(y, x), c)
     return y
+
+
+@implements(np.polyfit)
+def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
+    """NumPy's least-squares polynomial fit, step for step (a column-scaled Vandermonde matrix
+    solved by ``lstsq``; ``full`` and ``cov`` as NumPy's). NumPy's RankWarning for a
+    rank-deficient fit is not raised (the rank is known only when the function runs: compare
+    the rank ``full=True`` returns)."""
+    from .linalg import inv, lstsq
+    from .math import sqrt
+    from .reductions import sum as sum_
+    order = int(deg) + 1
+    x, y = as_traceable(x) + 0.0, as_traceable(y) + 0.0
+    tx, ty = type_of(x), type_of(y)
+    if deg < 0:
+        raise ValueError("expected deg >= 0")
+    if tx.ndim != 1:
+        raise TypeError("expected 1D vector for x")
+    if tx.shape[0] == 0:
+        raise TypeError("expected non-empty vector for x")
+    if ty.ndim < 1 or ty.ndim > 2:
+        raise TypeError("expected 1D or 2D array for y")
+    if tx.shape[0] != ty.shape[0]:
+        raise TypeError("expected x and y to have same length")
+    if rcond is None:
+        rcond = tx.shape[0] * np.finfo(tx.dtype).eps
+    lhs, rhs = vander(x, order), y
+    if w is not None:
+        w = as_traceable(w) + 0.0
+        if type_of(w).ndim != 1:
+            raise TypeError("expected a 1-d array for weights")
+        if type_of(w).shape[0] != ty.shape[0]:
+            raise TypeError("expected w and y to have the same length")
+        lhs = lhs * w[:, None]
+        rhs = rhs * (w[:, None] if ty.ndim == 2 else w)
+    scale = sqrt(sum_(lhs * lhs, axis=0))
+    lhs = lhs / scale
+    c, resids, rank, s = lstsq(lhs, rhs, rcond)
+    c = (c.T / scale).T
+    if full:
+        return c, resids, rank, s, rcond
+    if not cov:
+        return c
+    base = inv(lhs.T @ lhs) / (scale[:, None] * scale[None, :])
+    if cov == "unscaled":
+        fac = 1
+    else:
+        if tx.shape[0] <= order:
+            raise ValueError("the number of data points must exceed order to scale the "
+                             "covariance matrix")
+        fac = resids / (tx.shape[0] - order)
+    return (c, base * fac) if ty.ndim == 1 else (c, base[:, :, None] * fac)
 
 
 @implements(np.append)

@@ -22,12 +22,13 @@ from ..numpy.special import (erf, erfc, erfcx, erfinv, erfcinv, ndtr, ndtri, log
 from ..numpy.special_gamma import (gammaln, gamma, digamma, psi, betaln, i0, i0e, i1,  # noqa
                                    i1e, zeta as _hurwitz, riemann_zeta as _riemann)
 from ..numpy.special_incomplete import gammainc, gammaincc, betainc  # noqa: F401
+from ..numpy.special_inverse import gammaincinv, betaincinv  # noqa: F401
 
 __all__ = ["erf", "erfc", "erfcx", "erfinv", "erfcinv", "ndtr", "ndtri", "log_ndtr", "expit",
            "logit", "log_expit", "xlogy", "xlog1py", "entr", "rel_entr", "kl_div", "gammaln",
            "gamma", "digamma", "psi", "betaln", "i0", "i0e", "i1", "i1e", "zeta", "polygamma",
            "multigammaln", "logsumexp", "softmax", "log_softmax", "softplus", "gammainc",
-           "gammaincc", "betainc"]
+           "gammaincc", "betainc", "gammaincinv", "betaincinv"]
 
 
 def zeta(x, q=None):

@@ -461,17 +461,17 @@ SPARE_MAX = 64 << 20
 _HEADER = 64                            # the area's size, and the data stays 64-byte aligned
 
 
-def _work_functions(module):
-    """``ptr tj_fft_acquire(i64 bytes)`` (NULL when out of memory) and ``void
-    tj_fft_release(ptr)``: one spare area, taken and given back by atomic exchange, so calls
-    from several threads each own the area they hold."""
-    spare = ir.GlobalVariable(module, PTR, "tj_fft_spare")
+def work_functions(module, prefix="tj_fft"):
+    """``ptr <prefix>_acquire(i64 bytes)`` (NULL when out of memory) and ``void
+    <prefix>_release(ptr)``: one spare area, taken and given back by atomic exchange, so calls
+    from several threads each own the area they hold (the sort library has its own)."""
+    spare = ir.GlobalVariable(module, PTR, f"{prefix}_spare")
     spare.linkage = "internal"
     spare.initializer = ir.Constant(PTR, None)
     malloc, free = stacks.libc(module, "malloc"), stacks.libc(module, "free")
     null = ir.Constant(PTR, None)
 
-    fn = ir.Function(module, ir.FunctionType(PTR, [I64]), "tj_fft_acquire")
+    fn = ir.Function(module, ir.FunctionType(PTR, [I64]), f"{prefix}_acquire")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     nbytes = fn.args[0]
     p = b.atomic_rmw("xchg", spare, null, "acq_rel")
@@ -485,7 +485,7 @@ def _work_functions(module):
     b.store(nbytes, q)
     b.ret(b.gep(q, [_i64(_HEADER)], source_etype=I8))
 
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR]), "tj_fft_release")
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR]), f"{prefix}_release")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     p = b.gep(fn.args[0], [_i64(-_HEADER)], source_etype=I8)
     with b.if_then(b.icmp_unsigned(">", b.load(p, typ=I64), _i64(SPARE_MAX))):
@@ -500,7 +500,7 @@ def build_module() -> ir.Module:
     module = ir.Module(name="tj_fft")
     for c in TYPES:
         _Lib(module, c)
-    _work_functions(module)
+    work_functions(module)
     return module
 
 

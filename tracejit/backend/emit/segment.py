@@ -30,12 +30,13 @@ from ..abi import ERR_NOMEM
 from ..matmul import tiled as matmul
 from ..plan.rowfuse import RowMatvecGroup
 from ..plan.steps import (ArgStep, ControlStep, FftStep, LapackStep, LinalgStep, LoopGroup,
-                          MatmulStep, ScanStep, ScatterStep, matmul_layout)
+                          MatmulStep, ScanStep, ScatterStep, SortStep, matmul_layout)
 from . import interrupt, stacks
 from .arg import emit_arg
 from .control import emit_control
 from .epilogue import emitter, structure_key
 from .fft import emit_fft
+from .sort import emit_sort
 from .lapack import emit_lapack
 from .linalg import emit_linalg
 from .loops import _combine, _for, emit_group
@@ -207,6 +208,9 @@ class SegmentEmitter:
         elif isinstance(step, FftStep):
             b.call(emit_fft(self.module, self._name("fft"), step.eqn, self.plan, self.slot_of,
                             self.err_slot), [slots])
+        elif isinstance(step, SortStep):
+            b.call(emit_sort(self.module, self._name("sort"), step.eqn, self.plan, self.slot_of,
+                             self.err_slot), [slots])
         elif isinstance(step, LinalgStep):
             self.has_matmul = True          # scalar loops with an accumulator want O1 too
             b.call(emit_linalg(self.module, self._name("linalg"), step.eqn, self.plan,

@@ -50,11 +50,12 @@ from .readers import FuseIndex
 from .foldscalars import fold_scalars
 from .half import widen_half
 from .sinkviews import sink_views
-from .steps import (ARG_PRIMS, FFT_PRIMS, LAPACK_PRIMS, LINALG_PRIMS, REDUCE_PRIMS, ArgStep,
-                    ControlStep, EqnStep, FallbackStep, FftStep, LapackStep, LinalgStep, LoopGroup,
-                    MatmulStep, Plan, ScanStep, ScatterStep, can_lower, can_lower_arg,
-                    can_lower_arg_any, can_lower_fft, can_lower_lapack, can_lower_linalg,
-                    can_lower_scan, can_lower_scatter, can_lower_take, loop_carries,
+from .steps import (ARG_PRIMS, FFT_PRIMS, LAPACK_PRIMS, LINALG_PRIMS, REDUCE_PRIMS, SORT_PRIMS,
+                    ArgStep, ControlStep, EqnStep, FallbackStep, FftStep, LapackStep, LinalgStep,
+                    LoopGroup, MatmulStep, Plan, ScanStep, ScatterStep, SortStep, can_lower,
+                    can_lower_arg, can_lower_arg_any, can_lower_fft, can_lower_lapack,
+                    can_lower_linalg, can_lower_scan, can_lower_scatter, can_lower_sort,
+                    can_lower_take, loop_carries,
                     matmul_layout, step_reads, touches_stack)
 from .verify import verify_plan
 from .views import VIEW_PRIMS, View, unit_reshape
@@ -203,6 +204,14 @@ def partition(graph, vector_bytes: int, donated=None, arguments=False, lapack=No
             for v in outs:
                 step.writes.append(v)
                 plan.producer[id(v)] = step
+            continue
+        if name in SORT_PRIMS and can_lower_sort(plan, eqn):
+            # the library reads slots, in C order: literals stored, strided views copied
+            eqn = contiguous_operands(plan, stored_literals(plan, eqn))
+            step = plan.new(SortStep, eqn)
+            plan.add_preds(step, eqn.invars)
+            step.writes.append(outs[0])
+            plan.producer[id(outs[0])] = step
             continue
         if eqn.prim.kind == "control":
             subs = plan_subgraphs(plan, eqn)

@@ -15,6 +15,7 @@ emitter that carries it out (``emit/<kind>.py``, which imports this module, neve
 | linalg    | ``LinalgStep`` | :func:`can_lower_linalg`           | ``emit/linalg.py``    |
 | lapack    | ``LapackStep`` | :func:`can_lower_lapack`           | ``emit/lapack.py``    |
 | fft       | ``FftStep``    | :func:`can_lower_fft`              | ``emit/fft.py``       |
+| sort      | ``SortStep``   | :func:`can_lower_sort`             | ``emit/sort.py``      |
 | control   | ``ControlStep``| ``partition.plan_subgraphs``       | ``emit/control.py``   |
 | numpy     | ``FallbackStep`` | (anything else)                  | ``runtime/executable.py`` |
 
@@ -141,6 +142,12 @@ class FftStep(EqnStep):
     """fft / rfft / irfft over any axes as calls of the native FFT library (``emit/fft.py``;
     legality: :func:`can_lower_fft`)."""
     kind = "fft"
+
+
+class SortStep(EqnStep):
+    """stable argsort / searchsorted as calls of the native sort library (``emit/sort.py``;
+    legality: :func:`can_lower_sort`)."""
+    kind = "sort"
 
 
 class FallbackStep(EqnStep):
@@ -436,6 +443,25 @@ def can_lower_fft(plan, eqn) -> bool:
         lengths[-1] = eqn.params["n"]
     if not all(_fft_native_length(n) for n in lengths) or not isinstance(x, Var) or \
             not isinstance(plan.view_of(x).base, Var):
+        return False
+    return plan.view_of(out).contiguous()
+
+
+SORT_PRIMS = ("argsort", "searchsorted")
+# the dtypes the sort library keys (``emit/sortlib.py``: floats, integers, bools)
+SORT_DTYPES = ("float64", "float32", "int64", "int32", "int16", "int8", "uint64", "uint32",
+               "uint16", "uint8", "bool")
+
+
+def can_lower_sort(plan, eqn) -> bool:
+    """SortStep: a stable argsort or a searchsorted of one of ``SORT_DTYPES``, the result a
+    contiguous view (the partitioner copies strided operands and stores literal ones first).
+    NumPy's default-kind argsort stays NumPy's: its order of ties is its own (introsort or
+    x86-simd-sort), which a stable sort does not reproduce."""
+    x, out = eqn.invars[0], eqn.outvars[0]
+    if np.dtype(x.ty.dtype).name not in SORT_DTYPES or touches_stack(eqn):
+        return False
+    if eqn.prim.name == "argsort" and not eqn.params["stable"]:
         return False
     return plan.view_of(out).contiguous()
 

@@ -6,8 +6,9 @@
   the pointers of the inputs, then of the outputs), re-emitted as position-independent code
   at O1 for the host CPU and features;
 - the math functions those kernels call (``mathlib.build_math_module``), the FFT library
-  (``emit/fftlib.py``) with the tables the kernels use (C arrays in the glue) and the thread
-  pool (``engine/threads.py``): compiled in, no tracejit or Python at run time;
+  (``emit/fftlib.py``) with the tables the kernels use (C arrays in the glue), the sort
+  library (``emit/sortlib.py``) and the thread pool (``engine/threads.py``): compiled in, no
+  tracejit or Python at run time;
 - ``<name>_glue.c``: what the JIT otherwise supplies from Python — ``tj_malloc``/``tj_free``/
   ``tj_realloc`` (libc), the interrupt cells (never set: Ctrl-C is the host program's
   business), each kernel's constant arrays and the pointer table that reaches them, filled
@@ -33,7 +34,7 @@ import numpy as np
 from ...errors import UnsupportedError
 from ..abi import CHECK_BITS, ERR_INDEX, ERR_INTERRUPT, ERR_NOMEM, ERR_STACK_LENGTH, \
     ERR_WHILE_LIMIT
-from ..emit import fftlib, ffttables
+from ..emit import fftlib, ffttables, sortlib
 from ..engine import jit, threads
 from ..mathlib import library
 
@@ -155,7 +156,7 @@ def write_library(functions, directory: str, name: str, cc: str = "cc"):
     paths."""
     os.makedirs(directory, exist_ok=True)
     kernels, seen = [], set()
-    objects, math_names, fft_names = [], set(), set()
+    objects, math_names, fft_names, sort_names = [], set(), set(), set()
     for fn in functions:
         parts = _kernel_parts(fn[0], fn[1])
         kernels.append(parts)
@@ -164,8 +165,9 @@ def write_library(functions, directory: str, name: str, cc: str = "cc"):
         math_names |= {m.group(1) for e in needed for m in [re.match(r"tj_math_(.+?)_v?\d*[fc]",
                                                                      e)] if m}
         fft_names |= {e for e in needed if e.startswith("tj_fft_")}
+        sort_names |= {e for e in needed if e.startswith("tj_sort_")}
         other = {e for e in needed if e not in _GLUE and e != "tj_parallel_for" and
-                 not e.startswith(("tj_math_", "tj_fft_"))}
+                 not e.startswith(("tj_math_", "tj_fft_", "tj_sort_"))}
         if other:
             raise UnsupportedError(f"export: {fn[0]} calls {sorted(other)} (the BLAS or LAPACK "
                                    f"of the running NumPy, used for large products and "
@@ -178,6 +180,8 @@ def write_library(functions, directory: str, name: str, cc: str = "cc"):
                                             opt=1))
     if fft_names:                   # the FFT library and its tables (C arrays in the glue)
         objects.append(jit.emit_relocatable(str(fftlib.build_module()), opt=3))
+    if sort_names:                  # the sort library (no tables)
+        objects.append(jit.emit_relocatable(str(sortlib.build_module()), opt=3))
     objects.append(jit.emit_relocatable(str(threads._Emitter().build()), opt=2))
     paths = []
     for k, data in enumerate(objects):

@@ -67,7 +67,7 @@ from ..matmul import lapack
 from ..matmul.kernel import vector_bytes
 from ..plan import buffers, partition
 from ..plan.steps import (ArgStep, ControlStep, FallbackStep, FftStep, LapackStep, LinalgStep,
-                          LoopGroup, MatmulStep, ScanStep, ScatterStep)
+                          LoopGroup, MatmulStep, ScanStep, ScatterStep, SortStep)
 from . import control_fallback, stack_arrays, tiers
 
 log = logging.getLogger("tracejit")
@@ -589,6 +589,8 @@ class Executable:
             elif isinstance(step, FftStep):
                 lines.append(f"  {n(step.eqn.outvars[0])} = {step.eqn.prim.name}"
                              f"[axes={step.eqn.params['axes']}] (native FFT)")
+            elif isinstance(step, SortStep):
+                lines.append(f"  {n(step.eqn.outvars[0])} = {step.eqn.prim.name} (native sort)")
             elif isinstance(step, ControlStep):
                 outs = " ".join(n(v) for v in step.eqn.outvars)
                 lines.append(f"  {outs} = {control.describe(step, code)}")
