@@ -50,25 +50,27 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import copy
 import functools
 import os
+import builtins
 import re
 import sys
+import threading
 import types
+import warnings
 
 import numpy as np
 
-from . import autograph_rewrite, dtypes, tree
+from . import autograph_rewrite, tree
 # (the statement helpers the converted code calls as __tj.if_stmt, ...)
 from .autograph_control import (Undefined, for_stmt, if_return, if_stmt,  # noqa: F401
-                                is_traced_bool, pred_of, range_, while_stmt)
+                                is_traced_bool, pred_of, range_, traced_construct, while_stmt)
 from .config import config
 from .core import Tracer, current_builder
-from .errors import CompilerError, TracerError
+from .errors import CompilerError, TracerError, TracerWarning
 from .ir import Type
 from .numpy import intercept
-from .ops.callback import numpy_draw_p, pure_callback_p
+from .ops.callback import PythonPrint, debug_print_p, draw, pure_callback_p
 
 _active: contextvars.ContextVar = contextvars.ContextVar("tracejit_autograph", default=False)
 # variable name -> why a converted construct left it unassigned (explains an UnboundLocalError)
@@ -104,6 +106,8 @@ def call(fn, *args, **kwargs):
         if out is not None:
             return out
     if _active.get() and config.autograph:
+        if fn is builtins.print and current_builder() is not None:
+            return print_(*args, **kwargs)
         if isinstance(getattr(fn, "__self__", None), _GENERATORS) and \
                 current_builder() is not None:
             return numpy_draw(fn, *args, **kwargs)
@@ -114,6 +118,46 @@ def call(fn, *args, **kwargs):
             except UnboundLocalError as e:
                 raise _explained(e) from None
     return fn(*args, **kwargs)
+
+
+def stmt_call(where, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` as a statement of converted code (its result dropped: a call
+    made for its side effect), ``where`` its (file, line). Inside the body of a converted
+    construct being traced as a graph, a Python side effect runs once, now, not each time the
+    compiled construct runs: a TracerWarning says so, once per line. Not for what runs with
+    the compiled code anyway: ``print`` (a run-time print), NumPy functions and draws (traced
+    operations, ``numpy_draw``), methods of traced arrays, tracejit's own functions, and user
+    functions (converted: their own statements are checked)."""
+    construct = traced_construct() if _active.get() and config.autograph else None
+    if construct is not None and where not in _warned_effects and _runs_once(fn):
+        _warned_effects.add(where)
+        what, line = construct
+        name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+        warnings.warn_explicit(
+            f"{os.path.basename(where[0])}:{where[1]}: `{name}(...)` is a Python side effect "
+            f"inside the {what} at {line}, which depends on traced values and became graph "
+            f"control flow: it ran once, while tracing, and does not run each time the "
+            f"compiled code runs that {what} (Python would have run it "
+            f"{'on each iteration' if 'loop' in what else 'on the branch taken'}). Return the "
+            f"values from the construct and act on them after it, use tracejit.debug.print or "
+            f"tracejit.pure_callback for run-time effects, or keep the test concrete.",
+            TracerWarning, where[0], where[1])
+    return call(fn, *args, **kwargs)
+
+
+_warned_effects: set = set()
+
+
+def _runs_once(fn) -> bool:
+    """Whether calling ``fn`` while tracing is a Python side effect the compiled code will not
+    repeat (see :func:`stmt_call`)."""
+    if fn is builtins.print or isinstance(fn, np.ufunc) or \
+            isinstance(getattr(fn, "__self__", None), (Tracer,) + _GENERATORS):
+        return False
+    module = getattr(fn, "__module__", None) or ""
+    if module.split(".")[0] in ("numpy", "tracejit"):
+        return False
+    return converted(fn) is None
 
 
 def unbound(value) -> bool:
@@ -245,6 +289,85 @@ def getitem(value, index):
     return value[index]
 
 
+def print_(*args, sep=" ", end="\n", file=None, flush=False):
+    """Python's ``print`` called from converted code while tracing: it prints each time the
+    compiled function runs, with the run-time values of its traced arguments (a ``debug_print``
+    step, kept in program order: once per iteration inside a converted loop), as the Python
+    program does. Concrete arguments are formatted now (``str``), as Python would format
+    them in this call. (Outside converted code a ``print`` runs while tracing, once, as in
+    JAX: use ``tracejit.debug.print`` there.)"""
+    parts, operands = [], []
+    for a in args:
+        if any(isinstance(x, Tracer) for x in tree.flatten(a)[0]):
+            parts.append(None)
+            operands.append(a)
+        else:
+            parts.append(str(a))
+    fmt = PythonPrint(tuple(parts), " " if sep is None else sep, "\n" if end is None else end,
+                      file)
+    leaves, treedef = tree.flatten((tuple(operands), {}))
+    builder = current_builder()
+    leaves = [x if isinstance(x, Tracer) else builder.constant(np.asarray(x)) for x in leaves]
+    debug_print_p.bind(*leaves, fmt=fmt, tree=treedef)
+
+
+class HeldOutput:
+    """``sys.stdout`` while a trace that may be redone converted runs (``hold_output``): what
+    the tracing thread writes is held back, other threads' writes go through. ``drop()``
+    forgets it (the trace is redone converted, which prints again: once per run, from the
+    compiled code); ``release()`` writes it out (the trace stood). Either ends the holding;
+    the proxy then passes every write through (another trace may have put its own proxy
+    above this one: sys.stdout is restored only where it still is this proxy)."""
+
+    def __init__(self):
+        self.real, self.held, self.thread = sys.stdout, [], threading.get_ident()
+        self.holding = True
+        sys.stdout = self
+
+    def write(self, text):
+        if self.holding and threading.get_ident() == self.thread:
+            self.held.append(text)
+            return len(text)
+        return self.real.write(text)
+
+    def flush(self):
+        if not self.holding:
+            self.real.flush()
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+    def _end(self):
+        self.holding = False
+        if sys.stdout is self:
+            sys.stdout = self.real
+
+    def drop(self):
+        self.held.clear()
+        self._end()
+
+    def release(self):
+        if self.holding:
+            self._end()
+            if self.held:
+                self.real.write("".join(self.held))
+                self.held.clear()
+
+
+@contextlib.contextmanager
+def hold_output(hold: bool = True):
+    """Context yielding a :class:`HeldOutput` (or None when not ``hold``): a first trace whose
+    failure is retried converted drops what it printed, so that the program's output is what
+    the converted code prints (``print`` in a converted loop runs once per iteration, at run
+    time), not one stray line of the failed attempt first."""
+    held = HeldOutput() if hold and config.autograph else None
+    try:
+        yield held
+    finally:
+        if held is not None:
+            held.release()
+
+
 def not_(x):
     if is_traced_bool(x):
         import tracejit.numpy as tnp
@@ -296,37 +419,13 @@ def _filled(cell) -> bool:
 
 
 
-def _static(x):
-    """An argument of a NumPy draw as a hashable parameter (lists as tuples)."""
-    if isinstance(x, (list, tuple)):
-        return tuple(_static(v) for v in x)
-    if isinstance(x, np.ndarray):
-        return _static(x.tolist())
-    return x
-
-
 def numpy_draw(method, *args, **kwargs):
     """``method(*args, **kwargs)``, a sampling method of a NumPy RandomState or Generator
     object (``rs.randn(20, 3)``), drawn each time the compiled function runs, so the program
     sees the samples, and leaves the generator in the state, that running it as NumPy code
-    would. The arguments must be concrete (sizes, scales); the result's shape and dtype are
-    found by drawing from a copy of the generator, which leaves the generator itself as it
-    was. (Converted code calls this for draws from generators made outside the trace.)"""
-    from .errors import UnsupportedError
-    if any(isinstance(x, Tracer) for x in tree.flatten((args, kwargs))[0]):
-        raise UnsupportedError(
-            f"{getattr(method, '__qualname__', method)} is called with a traced argument: a "
-            f"NumPy generator's draws run from compiled code with concrete arguments only; "
-            f"draw standard samples and transform them (mu + sigma * rs.randn(n)), or use "
-            f"tracejit.random with a key argument")
-    probe = getattr(copy.deepcopy(method.__self__), method.__name__)(*args, **kwargs)
-    arr = np.asarray(probe)
-    weak = isinstance(probe, (bool, int, float, complex))       # a Python number, as NumPy
-    rt = Type(dtypes.canonical(arr.dtype, "a NumPy draw"), arr.shape, weak)
-    out, = numpy_draw_p.bind(method=method, args=_static(args),
-                             kwargs=tuple(sorted((k, _static(v)) for k, v in kwargs.items())),
-                             result_types=(rt,))
-    return out
+    would (``ops.callback.draw``). The arguments must be concrete (sizes, scales). (Converted
+    code calls this for draws from generators made outside the trace.)"""
+    return draw(method, args, kwargs)
 
 
 # --- NumPy generators drawn from while tracing ----------------------------------------------

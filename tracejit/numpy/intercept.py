@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import core, dtypes, forksafe
 from ..errors import TracerWarning
+from ..ops.callback import draw
 from ..core import Tracer, current_builder
 from ._base import filled, has_tracer, strong
 from . import creation, mutation
@@ -214,17 +215,18 @@ def traced_ndarray(shape, dtype=float, buffer=None, offset=0, strides=None, orde
 
 
 # NumPy's random numbers while tracing ---------------------------------------------------------
-# ``np.random.normal(size=3)`` in a traced function runs once, while tracing: its sample becomes
-# a constant of the compiled code and every call returns the same "random" numbers. So while a
-# trace runs, numpy.random's sampling functions (the bound methods of NumPy's global
+# ``np.random.normal(size=3)`` in a traced function would run once, while tracing: its sample
+# would become a constant of the compiled code, every call returning the same "random" numbers.
+# So while a trace runs, numpy.random's functions (the bound methods of NumPy's global
 # RandomState) and ``default_rng`` are replaced like the creation functions. Called from user
-# code on the tracing thread, a sampling function warns once per call site, naming it and
-# pointing to tracejit.random, then does what NumPy does; ``default_rng`` returns a subclass of
-# np.random.Generator, on the same bit generator, whose sampling methods warn the same way.
-# The classes themselves stay (``isinstance(g, np.random.Generator)`` must keep working), so a
-# generator made before the trace began, or by calling ``Generator``/``RandomState`` directly,
-# is NumPy's own object, whose methods are C methods of an immutable type: its draws are not
-# seen (README: "NumPy's random functions in a trace").
+# code on the tracing thread, a function of the global state becomes a ``numpy_draw`` step, run
+# each time the compiled code runs (``np.random.seed(0)`` too). ``default_rng`` returns a
+# subclass of np.random.Generator, on the same bit generator, whose sampling methods warn once
+# per call site (a generator made in the trace is made once: its sample is baked), pointing to
+# tracejit.random. The classes themselves stay (``isinstance(g, np.random.Generator)`` must
+# keep working), so a generator made before the trace began, or by calling
+# ``Generator``/``RandomState`` directly, is NumPy's own object, whose methods are C methods of
+# an immutable type: converted code draws from it at run time (``autograph.numpy_draw``).
 
 _NP_RANDOM_STATE = np.random.mtrand._rand
 _RANDOM_FUNCTIONS = tuple(n for n in dir(np.random) if n not in ("get_state", "set_state")
@@ -256,12 +258,14 @@ def _warn_frozen_sample(what, depth=3):
         TracerWarning, site[0], site[1], module=frame.f_globals.get("__name__"))
 
 
-def _sampling(original, what):
-    """A NumPy sampling callable that warns when user code calls it while tracing."""
+def _sampling(original, method=None):
+    """A function of NumPy's global RandomState (``np.random.normal``) that, called from user
+    code while tracing, draws each time the compiled function runs, from NumPy's global state
+    (``ops.callback.draw``): the program sees NumPy's own sequence, as if run as NumPy code."""
     @functools.wraps(original)
     def sample(*args, **kwargs):
         if current_builder() is not None and not _from_library():
-            _warn_frozen_sample(what)
+            return draw(method or original, args, kwargs)
         return original(*args, **kwargs)
     sample.__tracejit_original__ = original
     return sample
@@ -298,9 +302,10 @@ def _default_rng(original):
     return default_rng
 
 
-RANDOM = {name: _sampling(getattr(np.random, name), f"np.random.{name}")
-          for name in _RANDOM_FUNCTIONS}
+RANDOM = {name: _sampling(getattr(np.random, name)) for name in _RANDOM_FUNCTIONS}
 RANDOM["default_rng"] = _default_rng(np.random.default_rng)
+# (np.random.seed is a module function: run, in a trace, as the global RandomState's seed)
+RANDOM["seed"] = _sampling(np.random.seed, _NP_RANDOM_STATE.seed)
 _SWAPS = [(np, name, _WRAPPERS[name], _ORIGINAL[name]) for name in CREATION] + \
     [(np.random, name, fn, fn.__tracejit_original__) for name, fn in RANDOM.items()]
 
