@@ -1,8 +1,8 @@
 """Python written as in public example programs (autograd's examples: samplers, optimizers,
 simulations), traced unmodified: loop integers behave as the Python ints they are, and every
 transform, the low-level ``jvp``/``vjp``/``linearize`` included, converts Python control flow
-on traced values (tracejit/autograph*.py); Python's ``print`` in converted code and NumPy's
-global random functions run each time the compiled code runs."""
+on traced values (tracejit/autograph*.py); Python's ``print`` and NumPy's global random
+functions in a traced function run each time the compiled code runs."""
 import collections
 import warnings
 
@@ -292,6 +292,29 @@ def test_print_in_a_converted_loop_prints_on_every_call_as_python_does(backend, 
             assert capsys.readouterr().out == want        # once per evaluation, not per order
 
 
+def simulate(x, steps):
+    # a simulation that reports as it goes (no control flow on traced values here)
+    print("Running simulation...", x.shape)
+    for _ in range(steps):
+        x = 0.5 * x + np.sin(x)
+    print("mean", np.mean(x), sep=": ")
+    return np.sum(x ** 2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_print_in_a_traced_function_prints_on_every_call(backend, capsys, rng):
+    with using_backend(backend):
+        vg = tj.value_and_grad(simulate)
+        for shape in [(3,), (2, 2), (3,)]:
+            x = rng.normal(size=shape)
+            value = simulate(x, 4)
+            want = capsys.readouterr().out
+            got, g = vg(x, 4)
+            assert capsys.readouterr().out == want
+            np.testing.assert_allclose(got, value, rtol=1e-12)
+        check_grads(lambda x: simulate(x, 4), (x,), order=1, modes=("rev",))
+
+
 def test_a_side_effect_in_a_traced_loop_warns_once_naming_its_line():
     sizes = collections.deque()
 
@@ -324,12 +347,20 @@ def reseeded(x):
     return x * np.random.randn(*x.shape)
 
 
+def random_walk(x):
+    # converted: a draw per iteration of a loop on traced values
+    np.random.seed(2)
+    while np.sum(x) < 5:
+        x = x + np.random.uniform(size=x.shape)
+    return x
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_numpy_global_random_functions_draw_when_the_compiled_code_runs(backend, rng):
     # each call draws anew from NumPy's global state: the same numbers, and the same state
     # afterwards, as running the function as NumPy code
     x = rng.normal(size=(2, 3))
-    for fn in (noisy, reseeded):
+    for fn in (noisy, reseeded, random_walk):
         np.random.seed(3)
         want = [fn(x) for _ in range(3)] + [np.random.rand()]
         with using_backend(backend):

@@ -89,19 +89,17 @@ class _Staged:
             box.append((out_tree, aux_tree, len(out_leaves)))
             return list(out_leaves) + list(aux_leaves)
 
-        with autograph.hold_output(not autograph.active()) as held:
-            try:
+        try:
+            self.graph, self.captured = make_graph(flat, self.in_types)
+        except ConcretizationError as exc:
+            # Python branched on a traced value: trace again with the control flow converted
+            # (as api.Traced does); inside a conversion already, the error stands
+            if not (getattr(exc, "control_flow", False) and config.autograph) or \
+                    autograph.active():
+                raise
+            box.clear()
+            with autograph.enabled():
                 self.graph, self.captured = make_graph(flat, self.in_types)
-            except ConcretizationError as exc:
-                # Python branched on a traced value: trace again with the control flow
-                # converted (as api.Traced does); inside a conversion already, the error stands
-                if not (getattr(exc, "control_flow", False) and config.autograph) or \
-                        autograph.active():
-                    raise
-                box.clear()
-                held.drop()
-                with autograph.enabled():
-                    self.graph, self.captured = make_graph(flat, self.in_types)
         self.out_tree, self.aux_tree, self.n_out = box[0]
         self.n_in = len(leaves)
         self.diff = [differentiable(t) for t in self.in_types] + [False] * len(self.captured)

@@ -486,21 +486,18 @@ class Traced:
         gens = autograph.generators_of(self.fun) if config.autograph and \
             not self._autograph else []
         before = autograph.states(gens)
-        with autograph.hold_output(not self._autograph) as held:
-            try:
+        try:
+            graph, captured = make_graph(flat_fun, types)
+            if gens and autograph.drew(gens, before):
+                self._autograph = True
+                out_tree_box.clear()
                 graph, captured = make_graph(flat_fun, types)
-                if gens and autograph.drew(gens, before):
-                    self._autograph = True
-                    out_tree_box.clear()
-                    held.drop()
-                    graph, captured = make_graph(flat_fun, types)
-            except (ConcretizationError, ValueError, TypeError) as exc:
-                if not (_conversion_helps(exc) and config.autograph) or self._autograph:
-                    raise
-                autograph.drew(gens, before)
-                self._autograph = True   # Python branched on a traced value: convert it, again
-                held.drop()
-                graph, captured = make_graph(flat_fun, types)
+        except (ConcretizationError, ValueError, TypeError) as exc:
+            if not (_conversion_helps(exc) and config.autograph) or self._autograph:
+                raise
+            autograph.drew(gens, before)
+            self._autograph = True     # Python branched on a traced value: convert it, again
+            graph, captured = make_graph(flat_fun, types)
         assert not captured
         outputs = out_tree_box[0]
         if outputs.writes:

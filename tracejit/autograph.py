@@ -26,6 +26,10 @@ object and rewritten (autograph_rewrite.py) so that
   only for traced operands, Python's otherwise; an ``and``/``or`` operand after a traced one
   that raises a Python error while traced raises it at run time, only when Python would
   have evaluated it (:func:`_deferred`);
+- a call whose result a statement drops, made inside the body of a construct traced as a
+  cond/while_loop, is a Python side effect that runs once, while tracing: :func:`stmt_call`
+  warns of it, once per line (``print`` is not one: while tracing, it prints at run time,
+  see numpy/intercept.py);
 - calls of other user functions go through :func:`call`, which converts them too (library code:
   NumPy, SciPy, tracejit, the standard library, site-packages, is called as is);
 - a draw from a NumPy ``RandomState``/``Generator`` object made outside the trace
@@ -52,10 +56,8 @@ import contextlib
 import contextvars
 import functools
 import os
-import builtins
 import re
 import sys
-import threading
 import types
 import warnings
 
@@ -70,7 +72,7 @@ from .core import Tracer, current_builder
 from .errors import CompilerError, TracerError, TracerWarning
 from .ir import Type
 from .numpy import intercept
-from .ops.callback import PythonPrint, debug_print_p, draw, pure_callback_p
+from .ops.callback import draw, pure_callback_p
 
 _active: contextvars.ContextVar = contextvars.ContextVar("tracejit_autograph", default=False)
 # variable name -> why a converted construct left it unassigned (explains an UnboundLocalError)
@@ -106,8 +108,6 @@ def call(fn, *args, **kwargs):
         if out is not None:
             return out
     if _active.get() and config.autograph:
-        if fn is builtins.print and current_builder() is not None:
-            return print_(*args, **kwargs)
         if isinstance(getattr(fn, "__self__", None), _GENERATORS) and \
                 current_builder() is not None:
             return numpy_draw(fn, *args, **kwargs)
@@ -151,7 +151,7 @@ _warned_effects: set = set()
 def _runs_once(fn) -> bool:
     """Whether calling ``fn`` while tracing is a Python side effect the compiled code will not
     repeat (see :func:`stmt_call`)."""
-    if fn is builtins.print or isinstance(fn, np.ufunc) or \
+    if isinstance(fn, np.ufunc) or \
             isinstance(getattr(fn, "__self__", None), (Tracer,) + _GENERATORS):
         return False
     module = getattr(fn, "__module__", None) or ""
@@ -287,85 +287,6 @@ def getitem(value, index):
             and current_builder() is not None:
         value = current_builder().constant(value)
     return value[index]
-
-
-def print_(*args, sep=" ", end="\n", file=None, flush=False):
-    """Python's ``print`` called from converted code while tracing: it prints each time the
-    compiled function runs, with the run-time values of its traced arguments (a ``debug_print``
-    step, kept in program order: once per iteration inside a converted loop), as the Python
-    program does. Concrete arguments are formatted now (``str``), as Python would format
-    them in this call. (Outside converted code a ``print`` runs while tracing, once, as in
-    JAX: use ``tracejit.debug.print`` there.)"""
-    parts, operands = [], []
-    for a in args:
-        if any(isinstance(x, Tracer) for x in tree.flatten(a)[0]):
-            parts.append(None)
-            operands.append(a)
-        else:
-            parts.append(str(a))
-    fmt = PythonPrint(tuple(parts), " " if sep is None else sep, "\n" if end is None else end,
-                      file)
-    leaves, treedef = tree.flatten((tuple(operands), {}))
-    builder = current_builder()
-    leaves = [x if isinstance(x, Tracer) else builder.constant(np.asarray(x)) for x in leaves]
-    debug_print_p.bind(*leaves, fmt=fmt, tree=treedef)
-
-
-class HeldOutput:
-    """``sys.stdout`` while a trace that may be redone converted runs (``hold_output``): what
-    the tracing thread writes is held back, other threads' writes go through. ``drop()``
-    forgets it (the trace is redone converted, which prints again: once per run, from the
-    compiled code); ``release()`` writes it out (the trace stood). Either ends the holding;
-    the proxy then passes every write through (another trace may have put its own proxy
-    above this one: sys.stdout is restored only where it still is this proxy)."""
-
-    def __init__(self):
-        self.real, self.held, self.thread = sys.stdout, [], threading.get_ident()
-        self.holding = True
-        sys.stdout = self
-
-    def write(self, text):
-        if self.holding and threading.get_ident() == self.thread:
-            self.held.append(text)
-            return len(text)
-        return self.real.write(text)
-
-    def flush(self):
-        if not self.holding:
-            self.real.flush()
-
-    def __getattr__(self, name):
-        return getattr(self.real, name)
-
-    def _end(self):
-        self.holding = False
-        if sys.stdout is self:
-            sys.stdout = self.real
-
-    def drop(self):
-        self.held.clear()
-        self._end()
-
-    def release(self):
-        if self.holding:
-            self._end()
-            if self.held:
-                self.real.write("".join(self.held))
-                self.held.clear()
-
-
-@contextlib.contextmanager
-def hold_output(hold: bool = True):
-    """Context yielding a :class:`HeldOutput` (or None when not ``hold``): a first trace whose
-    failure is retried converted drops what it printed, so that the program's output is what
-    the converted code prints (``print`` in a converted loop runs once per iteration, at run
-    time), not one stray line of the failed attempt first."""
-    held = HeldOutput() if hold and config.autograph else None
-    try:
-        yield held
-    finally:
-        if held is not None:
-            held.release()
 
 
 def not_(x):

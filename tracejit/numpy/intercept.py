@@ -14,10 +14,13 @@ Everything else goes to NumPy's function unchanged: calls outside any trace, fro
 module is looked up, once per call, only while tracing). The wrappers are installed when the first
 trace starts and removed when the last one ends, so code that is not being traced pays nothing.
 Code that bound a creation function to its own name (``from numpy import zeros``) calls NumPy's
-directly and gets a plain array, as before.
+directly and gets a plain array, as before. The functions of ``np.random``'s global state and
+Python's ``print`` are swapped the same way: called from user code while tracing, they draw
+and print each time the compiled code runs (see their sections below).
 """
 from __future__ import annotations
 
+import builtins
 import functools
 import operator
 import os
@@ -29,7 +32,8 @@ import numpy as np
 
 from .. import core, dtypes, forksafe
 from ..errors import TracerWarning
-from ..ops.callback import draw
+from ..config import config
+from ..ops.callback import draw, python_print
 from ..core import Tracer, current_builder
 from ._base import filled, has_tracer, strong
 from . import creation, mutation
@@ -40,8 +44,8 @@ _LIBRARIES = ("numpy", "tracejit", "scipy")
 def _from_library(depth=2) -> bool:
     frame = sys._getframe(depth)
     name = frame.f_globals.get("__name__", "")
-    if name == "tracejit.autograph":        # a call from converted user code: its caller's
-        frame = frame.f_back
+    while name == "tracejit.autograph":     # a call from converted user code: its caller's
+        frame = frame.f_back                # (autograph.stmt_call -> autograph.call -> here)
         name = frame.f_globals.get("__name__", "") if frame is not None else ""
     return name.partition(".")[0] in _LIBRARIES
 
@@ -237,7 +241,7 @@ _warned_sites: set = set()
 
 def _user_caller(depth):
     frame = sys._getframe(depth)
-    if frame.f_globals.get("__name__", "") == "tracejit.autograph":
+    while frame.f_globals.get("__name__", "") == "tracejit.autograph":
         frame = frame.f_back
     return frame
 
@@ -306,8 +310,27 @@ RANDOM = {name: _sampling(getattr(np.random, name)) for name in _RANDOM_FUNCTION
 RANDOM["default_rng"] = _default_rng(np.random.default_rng)
 # (np.random.seed is a module function: run, in a trace, as the global RandomState's seed)
 RANDOM["seed"] = _sampling(np.random.seed, _NP_RANDOM_STATE.seed)
+
+
+# Python's print while tracing ----------------------------------------------------------------
+# ``print(x)`` in a traced function would print once, while tracing (a tracer, not a value).
+# While a trace runs, ``builtins.print`` called from user code on the tracing thread becomes a
+# run-time print (ops.callback.python_print): the compiled code prints what, and as often as,
+# the Python program would (inside converted loops too). Other threads, library code and
+# ``config.autograph = False`` get Python's own print.
+_PRINT = builtins.print
+
+
+def _print(*args, **kwargs):
+    if current_builder() is not None and config.autograph and not _from_library():
+        return python_print(*args, **kwargs)
+    return _PRINT(*args, **kwargs)
+
+
+_print.__tracejit_original__ = _PRINT
 _SWAPS = [(np, name, _WRAPPERS[name], _ORIGINAL[name]) for name in CREATION] + \
-    [(np.random, name, fn, fn.__tracejit_original__) for name, fn in RANDOM.items()]
+    [(np.random, name, fn, fn.__tracejit_original__) for name, fn in RANDOM.items()] + \
+    [(builtins, "print", _print, _PRINT)]
 
 _lock = threading.Lock()
 _active = 0

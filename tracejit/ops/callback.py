@@ -13,8 +13,8 @@
   ``effect``, like ``debug_print``.
 - ``debug_print[fmt, tree] *args``: formats ``fmt`` with the run-time values (``tree``
   rebuilds ``(args, kwargs)`` from the operands) and prints it; no results. ``fmt`` is a
-  format string (``debug.print``) or a :class:`PythonPrint` (Python's ``print`` in converted
-  code). Its ``effect``
+  format string (``debug.print``) or a :class:`PythonPrint` (Python's ``print`` called while
+  tracing, :func:`python_print`). Its ``effect``
   property is what the passes read: DCE keeps it, CSE never merges two, and the llvm backend
   runs effectful steps in program order (``passes.has_effect``).
 
@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from .. import dtypes
 from ..ad_util import defnondiff
-from ..core import Primitive, Tracer
+from ..core import Primitive, Tracer, current_builder
 from ..errors import ShapeError, UnsupportedError
 from ..ir import Type
 from ..tree import flatten, unflatten
@@ -122,12 +123,12 @@ def _print_shape(*in_types, fmt, tree):
     return []
 
 
-@dataclass(frozen=True)
-class PythonPrint:
+class PythonPrint(NamedTuple):
     """The ``fmt`` of a ``debug_print`` made from Python's ``print(*args, sep=, end=, file=)``
-    in converted code (``autograph.print_``): ``parts`` holds each argument's ``str`` where it
-    was concrete, None where the next operand pytree's run-time value goes. ``file`` None is
-    ``sys.stdout`` as it is when the print runs, as for Python's ``print``."""
+    called while tracing (:func:`python_print`): ``parts`` holds each argument's ``str``
+    where it was concrete, None where the next operand pytree's run-time value goes. ``file``
+    None is ``sys.stdout`` as it is when the print runs, as for Python's ``print``. (A record
+    of data, so a graph that prints can still be cached and exported.)"""
     parts: tuple
     sep: str
     end: str
@@ -137,6 +138,27 @@ class PythonPrint:
         values = iter(values)
         texts = [str(next(values)) if p is None else p for p in self.parts]
         print(*texts, sep=self.sep, end=self.end, file=self.file, flush=True)
+
+
+def python_print(*args, sep=" ", end="\n", file=None, flush=False):
+    """Python's ``print`` called by user code while tracing (numpy/intercept.py swaps it in
+    while a trace runs): a ``debug_print`` step that prints each time the compiled code runs,
+    in program order (once per iteration inside a loop that became a while_loop), with the
+    run-time values of its traced arguments, as the Python program would. Concrete arguments
+    are formatted now (``str``), as Python formats them in this call."""
+    parts, operands = [], []
+    for a in args:
+        if any(isinstance(x, Tracer) for x in flatten(a)[0]):
+            parts.append(None)
+            operands.append(a)
+        else:
+            parts.append(str(a))
+    fmt = PythonPrint(tuple(parts), " " if sep is None else sep, "\n" if end is None else end,
+                      file)
+    leaves, treedef = flatten((tuple(operands), {}))
+    builder = current_builder()
+    leaves = [x if isinstance(x, Tracer) else builder.constant(np.asarray(x)) for x in leaves]
+    debug_print_p.bind(*leaves, fmt=fmt, tree=treedef)
 
 
 def _print_impl(*args, fmt, tree):
