@@ -14,9 +14,9 @@
 - ``debug_print[fmt, tree] *args``: formats ``fmt`` with the run-time values (``tree``
   rebuilds ``(args, kwargs)`` from the operands) and prints it; no results. ``fmt`` is a
   format string (``debug.print``) or a :class:`PythonPrint` (Python's ``print`` called while
-  tracing, :func:`python_print`). Its ``effect``
-  property is what the passes read: DCE keeps it, CSE never merges two, and the llvm backend
-  runs effectful steps in program order (``passes.has_effect``).
+  tracing, :func:`python_print`). Its ``effect`` property is what the passes read: DCE keeps
+  it, CSE never merges two, and the llvm backend runs effectful steps in program order
+  (``passes.has_effect``).
 
 The llvm backend has no native lowering for either: each runs as a FallbackStep calling the
 impl here from Python (the rest of the graph stays native and its object code stays cacheable:
