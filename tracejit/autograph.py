@@ -63,7 +63,7 @@ import warnings
 
 import numpy as np
 
-from . import autograph_rewrite, tree
+from . import autograph_rewrite
 # (the statement helpers the converted code calls as __tj.if_stmt, ...)
 from .autograph_control import (Undefined, for_stmt, if_return, if_stmt,  # noqa: F401
                                 is_traced_bool, pred_of, range_, traced_construct, while_stmt)
