@@ -1,7 +1,12 @@
 """Python written as in public example programs (autograd's examples: samplers, optimizers,
 simulations), traced unmodified: loop integers behave as the Python ints they are, and every
 transform, the low-level ``jvp``/``vjp``/``linearize`` included, converts Python control flow
-on traced values (tracejit/autograph*.py)."""
+on traced values (tracejit/autograph*.py); Python's ``print`` and NumPy's global random
+functions in a traced function run each time the compiled code runs."""
+import collections
+import re
+import warnings
+
 import numpy as np
 import pytest
 
@@ -249,3 +254,134 @@ def test_gradient_of_a_long_recursion_compiles():
     fd = (reference([params[0] + eps * t] + params[1:]) -
           reference([params[0] - eps * t] + params[1:])) / (2 * eps)
     np.testing.assert_allclose(np.dot(g[0], t), fd, rtol=1e-6)
+
+
+def taylor_sine(x):
+    # a Taylor series printing its progress, as an example program does: the loop becomes a
+    # while_loop (its break depends on x), its print a run-time print
+    term = x
+    total = term
+    for i in range(100):
+        print(i, end=" ")
+        term = -term * x ** 2 / ((2 * i + 3) * (2 * i + 2))
+        total = total + term
+        if np.abs(term) < 0.2:
+            break
+    print("terms")
+    return total
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_print_in_a_converted_loop_prints_on_every_call_as_python_does(backend, capsys):
+    with using_backend(backend):
+        f, d, dd = tj.trace(taylor_sine), tj.grad(taylor_sine), tj.grad(tj.grad(taylor_sine))
+        for x in (3.0, -1.5, 0.25, 6.0, 3.0):
+            value = taylor_sine(x)
+            want = capsys.readouterr().out
+            assert want.startswith("0 ") and want.endswith("terms\n")
+            got = f(x)
+            assert capsys.readouterr().out == want        # (no stray line of the first trace)
+            np.testing.assert_allclose(got, value, rtol=1e-12)
+            eps = 1e-6
+            fd = (taylor_sine(x + eps) - taylor_sine(x - eps)) / (2 * eps)
+            capsys.readouterr()
+            np.testing.assert_allclose(d(x), fd, rtol=1e-6, atol=1e-9)
+            assert capsys.readouterr().out == want
+            fd2 = (d(x + eps) - d(x - eps)) / (2 * eps)
+            capsys.readouterr()
+            np.testing.assert_allclose(dd(x), fd2, rtol=1e-5, atol=1e-8)
+            assert capsys.readouterr().out == want        # once per evaluation, not per order
+
+
+def _same_print(got, want):
+    """The same printed text, its floats equal to rounding (the compiled code may sum in
+    another order than NumPy)."""
+    number = r"-?\d+\.\d+(?:e[-+]?\d+)?"
+    assert re.sub(number, "#", got) == re.sub(number, "#", want), (got, want)
+    np.testing.assert_allclose([float(v) for v in re.findall(number, got)],
+                               [float(v) for v in re.findall(number, want)], rtol=1e-12)
+
+
+def simulate(x, steps):
+    # a simulation that reports as it goes (no control flow on traced values here)
+    print("Running simulation...", x.shape)
+    for _ in range(steps):
+        x = 0.5 * x + np.sin(x)
+    print("mean", np.mean(x), sep=": ")
+    return np.sum(x ** 2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_print_in_a_traced_function_prints_on_every_call(backend, capsys, rng):
+    with using_backend(backend):
+        vg = tj.value_and_grad(simulate)
+        for shape in [(3,), (2, 2), (3,)]:
+            x = rng.normal(size=shape)
+            value = simulate(x, 4)
+            want = capsys.readouterr().out
+            got, g = vg(x, 4)
+            _same_print(capsys.readouterr().out, want)
+            np.testing.assert_allclose(got, value, rtol=1e-12)
+        check_grads(lambda x: simulate(x, 4), (x,), order=1, modes=("rev",))
+
+
+def test_a_side_effect_in_a_traced_loop_warns_once_naming_its_line():
+    sizes = collections.deque()
+
+    def halve_until_small(x):
+        while np.max(np.abs(x)) > 1:
+            x = x / 2
+            sizes.append(x.size)            # runs once, while tracing
+        return x
+
+    line = halve_until_small.__code__.co_firstlineno + 3
+    x = np.array([3.0, -20.0])
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        f = tj.trace(halve_until_small)
+        np.testing.assert_allclose(f(x), x / 32, rtol=0)
+        f(np.ones(3) * 9)                   # another signature: the same line, no new warning
+    msgs = [w for w in seen if issubclass(w.category, tj.TracerWarning)]
+    assert len(msgs) == 1, [str(w.message) for w in msgs]
+    assert (msgs[0].filename, msgs[0].lineno) == (__file__, line)
+    assert "deque.append" in str(msgs[0].message) and "`while` loop" in str(msgs[0].message)
+
+
+def noisy(x):
+    return x + np.random.normal(size=x.shape) * np.random.uniform() + \
+        np.random.randint(0, 5, size=x.shape)
+
+
+def reseeded(x):
+    np.random.seed(11)
+    return x * np.random.randn(*x.shape)
+
+
+def random_walk(x):
+    # converted: a draw per iteration of a loop on traced values
+    np.random.seed(2)
+    while np.sum(x) < 5:
+        x = x + np.random.uniform(size=x.shape)
+    return x
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_numpy_global_random_functions_draw_when_the_compiled_code_runs(backend, rng):
+    # each call draws anew from NumPy's global state: the same numbers, and the same state
+    # afterwards, as running the function as NumPy code
+    x = rng.normal(size=(2, 3))
+    for fn in (noisy, reseeded, random_walk):
+        np.random.seed(3)
+        want = [fn(x) for _ in range(3)] + [np.random.rand()]
+        with using_backend(backend):
+            np.random.seed(3)
+            f = tj.trace(fn)
+            got = [f(x) for _ in range(3)] + [np.random.rand()]
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a, b)
+    np.random.seed(4)
+    g = tj.grad(lambda x: np.sum(x * np.random.normal(size=x.shape)))(x)
+    np.random.seed(4)
+    np.testing.assert_array_equal(g, np.random.normal(size=x.shape))
+    with pytest.raises(tj.UnsupportedError, match="traced argument"):
+        tj.trace(lambda mu: np.random.normal(mu))(x)

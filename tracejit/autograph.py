@@ -26,6 +26,10 @@ object and rewritten (autograph_rewrite.py) so that
   only for traced operands, Python's otherwise; an ``and``/``or`` operand after a traced one
   that raises a Python error while traced raises it at run time, only when Python would
   have evaluated it (:func:`_deferred`);
+- a call whose result a statement drops, made inside the body of a construct traced as a
+  cond/while_loop, is a Python side effect that runs once, while tracing: :func:`stmt_call`
+  warns of it, once per line (``print`` is not one: while tracing, it prints at run time,
+  see numpy/intercept.py);
 - calls of other user functions go through :func:`call`, which converts them too (library code:
   NumPy, SciPy, tracejit, the standard library, site-packages, is called as is);
 - a draw from a NumPy ``RandomState``/``Generator`` object made outside the trace
@@ -50,25 +54,25 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import copy
 import functools
 import os
 import re
 import sys
 import types
+import warnings
 
 import numpy as np
 
-from . import autograph_rewrite, dtypes, tree
+from . import autograph_rewrite
 # (the statement helpers the converted code calls as __tj.if_stmt, ...)
 from .autograph_control import (Undefined, for_stmt, if_return, if_stmt,  # noqa: F401
-                                is_traced_bool, pred_of, range_, while_stmt)
+                                is_traced_bool, pred_of, range_, traced_construct, while_stmt)
 from .config import config
 from .core import Tracer, current_builder
-from .errors import CompilerError, TracerError
+from .errors import CompilerError, TracerError, TracerWarning
 from .ir import Type
 from .numpy import intercept
-from .ops.callback import numpy_draw_p, pure_callback_p
+from .ops.callback import draw, pure_callback_p
 
 _active: contextvars.ContextVar = contextvars.ContextVar("tracejit_autograph", default=False)
 # variable name -> why a converted construct left it unassigned (explains an UnboundLocalError)
@@ -114,6 +118,46 @@ def call(fn, *args, **kwargs):
             except UnboundLocalError as e:
                 raise _explained(e) from None
     return fn(*args, **kwargs)
+
+
+def stmt_call(where, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` as a statement of converted code (its result dropped: a call
+    made for its side effect), ``where`` its (file, line). Inside the body of a converted
+    construct being traced as a graph, a Python side effect runs once, now, not each time the
+    compiled construct runs: a TracerWarning says so, once per line. Not for what runs with
+    the compiled code anyway: ``print`` (a run-time print), NumPy functions and draws (traced
+    operations, ``numpy_draw``), methods of traced arrays, tracejit's own functions, and user
+    functions (converted: their own statements are checked)."""
+    construct = traced_construct() if _active.get() and config.autograph else None
+    if construct is not None and where not in _warned_effects and _runs_once(fn):
+        _warned_effects.add(where)
+        what, line = construct
+        name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+        warnings.warn_explicit(
+            f"{os.path.basename(where[0])}:{where[1]}: `{name}(...)` is a Python side effect "
+            f"inside the {what} at {line}, which depends on traced values and became graph "
+            f"control flow: it ran once, while tracing, and does not run each time the "
+            f"compiled code runs that {what} (Python would have run it "
+            f"{'on each iteration' if 'loop' in what else 'on the branch taken'}). Return the "
+            f"values from the construct and act on them after it, use tracejit.debug.print or "
+            f"tracejit.pure_callback for run-time effects, or keep the test concrete.",
+            TracerWarning, where[0], where[1])
+    return call(fn, *args, **kwargs)
+
+
+_warned_effects: set = set()
+
+
+def _runs_once(fn) -> bool:
+    """Whether calling ``fn`` while tracing is a Python side effect the compiled code will not
+    repeat (see :func:`stmt_call`)."""
+    if isinstance(fn, np.ufunc) or \
+            isinstance(getattr(fn, "__self__", None), (Tracer,) + _GENERATORS):
+        return False
+    module = getattr(fn, "__module__", None) or ""
+    if module.split(".")[0] in ("numpy", "tracejit"):
+        return False
+    return converted(fn) is None
 
 
 def unbound(value) -> bool:
@@ -296,37 +340,13 @@ def _filled(cell) -> bool:
 
 
 
-def _static(x):
-    """An argument of a NumPy draw as a hashable parameter (lists as tuples)."""
-    if isinstance(x, (list, tuple)):
-        return tuple(_static(v) for v in x)
-    if isinstance(x, np.ndarray):
-        return _static(x.tolist())
-    return x
-
-
 def numpy_draw(method, *args, **kwargs):
     """``method(*args, **kwargs)``, a sampling method of a NumPy RandomState or Generator
     object (``rs.randn(20, 3)``), drawn each time the compiled function runs, so the program
     sees the samples, and leaves the generator in the state, that running it as NumPy code
-    would. The arguments must be concrete (sizes, scales); the result's shape and dtype are
-    found by drawing from a copy of the generator, which leaves the generator itself as it
-    was. (Converted code calls this for draws from generators made outside the trace.)"""
-    from .errors import UnsupportedError
-    if any(isinstance(x, Tracer) for x in tree.flatten((args, kwargs))[0]):
-        raise UnsupportedError(
-            f"{getattr(method, '__qualname__', method)} is called with a traced argument: a "
-            f"NumPy generator's draws run from compiled code with concrete arguments only; "
-            f"draw standard samples and transform them (mu + sigma * rs.randn(n)), or use "
-            f"tracejit.random with a key argument")
-    probe = getattr(copy.deepcopy(method.__self__), method.__name__)(*args, **kwargs)
-    arr = np.asarray(probe)
-    weak = isinstance(probe, (bool, int, float, complex))       # a Python number, as NumPy
-    rt = Type(dtypes.canonical(arr.dtype, "a NumPy draw"), arr.shape, weak)
-    out, = numpy_draw_p.bind(method=method, args=_static(args),
-                             kwargs=tuple(sorted((k, _static(v)) for k, v in kwargs.items())),
-                             result_types=(rt,))
-    return out
+    would (``ops.callback.draw``). The arguments must be concrete (sizes, scales). (Converted
+    code calls this for draws from generators made outside the trace.)"""
+    return draw(method, args, kwargs)
 
 
 # --- NumPy generators drawn from while tracing ----------------------------------------------

@@ -10,10 +10,14 @@ body once (``while_loop``, from the first iteration whose test is traced). Varia
 loop carries keep their structure, shapes and dtypes (checked, naming the variable); a variable
 first assigned inside a traced loop is unassigned after it (``Undefined``, deleted by the
 converted code), as after a Python loop that ran zero times; an array written in a branch or
-loop is the caller's object afterwards, as in NumPy.
+loop is the caller's object afterwards, as in NumPy. While a body is traced as a graph,
+:func:`traced_construct` names the construct (Python side effects there run once, while
+tracing: autograph warns of them).
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import itertools
 
 import numpy as np
@@ -47,6 +51,27 @@ for _op in ("bool", "len", "iter", "getitem", "setitem", "call", "float", "int",
                           "and", "or", "xor", "lshift", "rshift") for p in ("", "r", "i")) + \
         ("lt", "le", "gt", "ge"):
     setattr(Undefined, f"__{_op}__", Undefined._used)
+
+
+# (what, line) of the innermost converted construct whose body is being traced as a graph (a
+# cond's branches, a while_loop's test and body): Python side effects there run once, now
+_tracing_body: contextvars.ContextVar = contextvars.ContextVar("tracejit_autograph_body",
+                                                               default=None)
+
+
+def traced_construct():
+    """``(what, line)`` of the converted ``if``/``while``/``for`` whose body is being traced
+    into a cond or while_loop right now (innermost), or None."""
+    return _tracing_body.get()
+
+
+@contextlib.contextmanager
+def _tracing(what, line):
+    token = _tracing_body.set((what, line))
+    try:
+        yield
+    finally:
+        _tracing_body.reset(token)
 
 
 def is_traced_bool(x) -> bool:
@@ -114,7 +139,8 @@ def if_stmt(test, then_fn, else_fn, values, names, rebound, line, reads=frozense
             for i, v in params.items():
                 full[i] = v
             start = {i: v.irvar for i, v in params.items() if isinstance(v, Tracer)}
-            outs = list(fn(*full))
+            with _tracing("`if`", line):
+                outs = list(fn(*full))
             box, res = {}, []
             for k, o in enumerate(outs):
                 i = k - offset
@@ -407,13 +433,15 @@ def _while_traced(test_fn, body_fn, values, names, rebound, line, reads, what,
         return out
 
     def cond_fun(vals):
-        return pred_of(test_fn(*full(vals)), what)
+        with _tracing(f"`{what}` loop", line):
+            return pred_of(test_fn(*full(vals)), what)
 
     wrote = set()
 
     def body_fun(vals):
         start = [v.irvar if isinstance(v, Tracer) else None for v in vals]
-        outs = body_fn(*full(vals))
+        with _tracing(f"`{what}` loop", line):
+            outs = body_fn(*full(vals))
         wrote.update(i for k, i in enumerate(carried)
                      if start[k] is not None and vals[k].irvar is not start[k])
         for k, i in enumerate(carried):

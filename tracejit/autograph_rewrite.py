@@ -537,6 +537,20 @@ class _Converter(ast.NodeTransformer):
         return ast.copy_location(ast.Call(_tj("call"), [node.func] + node.args, node.keywords),
                                  node)
 
+    def visit_Expr(self, node):
+        """A call whose result is dropped (``xs.append(v)``, ``print(x)``), made for its side
+        effect: ``__tj.stmt_call(where, f, ...)``, which says when that effect would run once,
+        while tracing, instead of each time the converted construct runs."""
+        self.generic_visit(node)
+        value = node.value
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+                isinstance(value.func.value, ast.Name) and value.func.value.id == "__tj" and \
+                value.func.attr == "call":
+            where = ast.Constant((self.filename, node.lineno))
+            node.value = ast.copy_location(
+                ast.Call(_tj("stmt_call"), [where] + value.args, value.keywords), value)
+        return node
+
     def visit_Lambda(self, node):
         return node                                # (their bodies stay as written)
 

@@ -14,10 +14,13 @@ Everything else goes to NumPy's function unchanged: calls outside any trace, fro
 module is looked up, once per call, only while tracing). The wrappers are installed when the first
 trace starts and removed when the last one ends, so code that is not being traced pays nothing.
 Code that bound a creation function to its own name (``from numpy import zeros``) calls NumPy's
-directly and gets a plain array, as before.
+directly and gets a plain array, as before. The functions of ``np.random``'s global state and
+Python's ``print`` are swapped the same way: called from user code while tracing, they draw
+and print each time the compiled code runs (see their sections below).
 """
 from __future__ import annotations
 
+import builtins
 import functools
 import operator
 import os
@@ -29,6 +32,8 @@ import numpy as np
 
 from .. import core, dtypes, forksafe
 from ..errors import TracerWarning
+from ..config import config
+from ..ops.callback import draw, python_print
 from ..core import Tracer, current_builder
 from ._base import filled, has_tracer, strong
 from . import creation, mutation
@@ -39,8 +44,8 @@ _LIBRARIES = ("numpy", "tracejit", "scipy")
 def _from_library(depth=2) -> bool:
     frame = sys._getframe(depth)
     name = frame.f_globals.get("__name__", "")
-    if name == "tracejit.autograph":        # a call from converted user code: its caller's
-        frame = frame.f_back
+    while name == "tracejit.autograph":     # a call from converted user code: its caller's
+        frame = frame.f_back                # (autograph.stmt_call -> autograph.call -> here)
         name = frame.f_globals.get("__name__", "") if frame is not None else ""
     return name.partition(".")[0] in _LIBRARIES
 
@@ -214,17 +219,18 @@ def traced_ndarray(shape, dtype=float, buffer=None, offset=0, strides=None, orde
 
 
 # NumPy's random numbers while tracing ---------------------------------------------------------
-# ``np.random.normal(size=3)`` in a traced function runs once, while tracing: its sample becomes
-# a constant of the compiled code and every call returns the same "random" numbers. So while a
-# trace runs, numpy.random's sampling functions (the bound methods of NumPy's global
+# ``np.random.normal(size=3)`` in a traced function would run once, while tracing: its sample
+# would become a constant of the compiled code, every call returning the same "random" numbers.
+# So while a trace runs, numpy.random's functions (the bound methods of NumPy's global
 # RandomState) and ``default_rng`` are replaced like the creation functions. Called from user
-# code on the tracing thread, a sampling function warns once per call site, naming it and
-# pointing to tracejit.random, then does what NumPy does; ``default_rng`` returns a subclass of
-# np.random.Generator, on the same bit generator, whose sampling methods warn the same way.
-# The classes themselves stay (``isinstance(g, np.random.Generator)`` must keep working), so a
-# generator made before the trace began, or by calling ``Generator``/``RandomState`` directly,
-# is NumPy's own object, whose methods are C methods of an immutable type: its draws are not
-# seen (README: "NumPy's random functions in a trace").
+# code on the tracing thread, a function of the global state becomes a ``numpy_draw`` step, run
+# each time the compiled code runs (``np.random.seed(0)`` too). ``default_rng`` returns a
+# subclass of np.random.Generator, on the same bit generator, whose sampling methods warn once
+# per call site (a generator made in the trace is made once: its sample is baked), pointing to
+# tracejit.random. The classes themselves stay (``isinstance(g, np.random.Generator)`` must
+# keep working), so a generator made before the trace began, or by calling
+# ``Generator``/``RandomState`` directly, is NumPy's own object, whose methods are C methods of
+# an immutable type: converted code draws from it at run time (``autograph.numpy_draw``).
 
 _NP_RANDOM_STATE = np.random.mtrand._rand
 _RANDOM_FUNCTIONS = tuple(n for n in dir(np.random) if n not in ("get_state", "set_state")
@@ -235,7 +241,7 @@ _warned_sites: set = set()
 
 def _user_caller(depth):
     frame = sys._getframe(depth)
-    if frame.f_globals.get("__name__", "") == "tracejit.autograph":
+    while frame.f_globals.get("__name__", "") == "tracejit.autograph":
         frame = frame.f_back
     return frame
 
@@ -256,12 +262,14 @@ def _warn_frozen_sample(what, depth=3):
         TracerWarning, site[0], site[1], module=frame.f_globals.get("__name__"))
 
 
-def _sampling(original, what):
-    """A NumPy sampling callable that warns when user code calls it while tracing."""
+def _sampling(original, method=None):
+    """A function of NumPy's global RandomState (``np.random.normal``) that, called from user
+    code while tracing, draws each time the compiled function runs, from NumPy's global state
+    (``ops.callback.draw``): the program sees NumPy's own sequence, as if run as NumPy code."""
     @functools.wraps(original)
     def sample(*args, **kwargs):
         if current_builder() is not None and not _from_library():
-            _warn_frozen_sample(what)
+            return draw(method or original, args, kwargs)
         return original(*args, **kwargs)
     sample.__tracejit_original__ = original
     return sample
@@ -298,11 +306,31 @@ def _default_rng(original):
     return default_rng
 
 
-RANDOM = {name: _sampling(getattr(np.random, name), f"np.random.{name}")
-          for name in _RANDOM_FUNCTIONS}
+RANDOM = {name: _sampling(getattr(np.random, name)) for name in _RANDOM_FUNCTIONS}
 RANDOM["default_rng"] = _default_rng(np.random.default_rng)
+# (np.random.seed is a module function: run, in a trace, as the global RandomState's seed)
+RANDOM["seed"] = _sampling(np.random.seed, _NP_RANDOM_STATE.seed)
+
+
+# Python's print while tracing ----------------------------------------------------------------
+# ``print(x)`` in a traced function would print once, while tracing (a tracer, not a value).
+# While a trace runs, ``builtins.print`` called from user code on the tracing thread becomes a
+# run-time print (ops.callback.python_print): the compiled code prints what, and as often as,
+# the Python program would (inside converted loops too). Other threads, library code and
+# ``config.autograph = False`` get Python's own print.
+_PRINT = builtins.print
+
+
+def _print(*args, **kwargs):
+    if current_builder() is not None and config.autograph and not _from_library():
+        return python_print(*args, **kwargs)
+    return _PRINT(*args, **kwargs)
+
+
+_print.__tracejit_original__ = _PRINT
 _SWAPS = [(np, name, _WRAPPERS[name], _ORIGINAL[name]) for name in CREATION] + \
-    [(np.random, name, fn, fn.__tracejit_original__) for name, fn in RANDOM.items()]
+    [(np.random, name, fn, fn.__tracejit_original__) for name, fn in RANDOM.items()] + \
+    [(builtins, "print", _print, _PRINT)]
 
 _lock = threading.Lock()
 _active = 0

@@ -12,9 +12,11 @@
   (a sample is data) and no batching (under ``vmap`` one draw serves every example); an
   ``effect``, like ``debug_print``.
 - ``debug_print[fmt, tree] *args``: formats ``fmt`` with the run-time values (``tree``
-  rebuilds ``(args, kwargs)`` from the operands) and prints it; no results. Its ``effect``
-  property is what the passes read: DCE keeps it, CSE never merges two, and the llvm backend
-  runs effectful steps in program order (``passes.has_effect``).
+  rebuilds ``(args, kwargs)`` from the operands) and prints it; no results. ``fmt`` is a
+  format string (``debug.print``) or a :class:`PythonPrint` (Python's ``print`` called while
+  tracing, :func:`python_print`). Its ``effect`` property is what the passes read: DCE keeps
+  it, CSE never merges two, and the llvm backend runs effectful steps in program order
+  (``passes.has_effect``).
 
 The llvm backend has no native lowering for either: each runs as a FallbackStep calling the
 impl here from Python (the rest of the graph stays native and its object code stays cacheable:
@@ -22,15 +24,18 @@ the callable lives in the equation, never in the LLVM IR).
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
+from .. import dtypes
 from ..ad_util import defnondiff
-from ..core import Primitive
+from ..core import Primitive, Tracer, current_builder
 from ..errors import ShapeError, UnsupportedError
 from ..ir import Type
-from ..tree import unflatten
+from ..tree import flatten, unflatten
 
 
 def check_results(name: str, outs, result_types) -> list:
@@ -118,9 +123,50 @@ def _print_shape(*in_types, fmt, tree):
     return []
 
 
+class PythonPrint(NamedTuple):
+    """The ``fmt`` of a ``debug_print`` made from Python's ``print(*args, sep=, end=, file=)``
+    called while tracing (:func:`python_print`): ``parts`` holds each argument's ``str``
+    where it was concrete, None where the next operand pytree's run-time value goes. ``file``
+    None is ``sys.stdout`` as it is when the print runs, as for Python's ``print``. (A record
+    of data, so a graph that prints can still be cached and exported.)"""
+    parts: tuple
+    sep: str
+    end: str
+    file: object = None
+
+    def emit(self, values) -> None:
+        values = iter(values)
+        texts = [str(next(values)) if p is None else p for p in self.parts]
+        print(*texts, sep=self.sep, end=self.end, file=self.file, flush=True)
+
+
+def python_print(*args, sep=" ", end="\n", file=None, flush=False):
+    """Python's ``print`` called by user code while tracing (numpy/intercept.py swaps it in
+    while a trace runs): a ``debug_print`` step that prints each time the compiled code runs,
+    in program order (once per iteration inside a loop that became a while_loop), with the
+    run-time values of its traced arguments, as the Python program would. Concrete arguments
+    are formatted now (``str``), as Python formats them in this call."""
+    parts, operands = [], []
+    for a in args:
+        if any(isinstance(x, Tracer) for x in flatten(a)[0]):
+            parts.append(None)
+            operands.append(a)
+        else:
+            parts.append(str(a))
+    fmt = PythonPrint(tuple(parts), " " if sep is None else sep, "\n" if end is None else end,
+                      file)
+    leaves, treedef = flatten((tuple(operands), {}))
+    builder = current_builder()
+    leaves = [x if isinstance(x, Tracer) else builder.constant(np.asarray(x)) for x in leaves]
+    debug_print_p.bind(*leaves, fmt=fmt, tree=treedef)
+
+
 def _print_impl(*args, fmt, tree):
     pos, kw = unflatten(tree, [np.asarray(a) for a in args])
-    print(fmt.format(*pos, **kw), flush=True)
+    if isinstance(fmt, PythonPrint):
+        fmt.emit(pos)
+    else:
+        print(fmt.format(*pos, **kw), flush=True)
     return []
 
 
@@ -148,8 +194,48 @@ def _draw_shape(*in_types, method, args, kwargs, result_types):
 
 def _draw_impl(*operands, method, args, kwargs, result_types):
     out = method(*args, **dict(kwargs))
-    return check_results(getattr(method, "__qualname__", "a NumPy draw"), [np.asarray(out)],
-                         result_types)
+    return check_results(getattr(method, "__qualname__", "a NumPy draw"),
+                         [] if out is None else [np.asarray(out)], result_types)
+
+
+def _static(x):
+    """An argument of a NumPy draw as a hashable parameter (lists as tuples)."""
+    if isinstance(x, (list, tuple)):
+        return tuple(_static(v) for v in x)
+    if isinstance(x, np.ndarray):
+        return _static(x.tolist())
+    return x
+
+
+def draw(method, args, kwargs):
+    """``method(*args, **kwargs)``, a sampling method of a NumPy RandomState or Generator (one
+    made outside the trace, or NumPy's global one behind ``np.random.normal`` ...), bound as
+    ``numpy_draw``: drawn each time the compiled function runs, from the generator itself, so
+    the samples and the generator's state are those of running the NumPy program. The
+    arguments must be concrete; the result's shape and dtype come from drawing from a copy of
+    the generator (the generator itself stays as it was). A method returning None
+    (``np.random.seed(0)``) gives a step without results, run in program order."""
+    name = getattr(method, "__qualname__", None) or repr(method)
+    if any(isinstance(x, Tracer) for x in flatten((args, kwargs))[0]):
+        raise UnsupportedError(
+            f"{name} is called with a traced argument: a NumPy generator's draws run from "
+            f"compiled code with concrete arguments only; draw standard samples and transform "
+            f"them (mu + sigma * rs.randn(n)), or use tracejit.random with a key argument")
+    if getattr(method, "__name__", "") == "shuffle":
+        raise UnsupportedError(
+            f"{name} shuffles an array in place while tracing, once; index with a permutation "
+            f"drawn when the compiled code runs instead: x[np.random.permutation(len(x))]")
+    probe = getattr(copy.deepcopy(method.__self__), method.__name__)(*args, **kwargs)
+    if probe is None:
+        result_types = ()
+    else:
+        arr = np.asarray(probe)
+        weak = isinstance(probe, (bool, int, float, complex))     # a Python number, as NumPy
+        result_types = (Type(dtypes.canonical(arr.dtype, "a NumPy draw"), arr.shape, weak),)
+    outs = numpy_draw_p.bind(method=method, args=_static(args),
+                             kwargs=tuple(sorted((k, _static(v)) for k, v in kwargs.items())),
+                             result_types=result_types)
+    return outs[0] if outs else None
 
 
 numpy_draw_p = Primitive("numpy_draw", "other", _draw_shape, _draw_impl, multiple_results=True,
