@@ -124,6 +124,12 @@ def member_views(roots, types, pat) -> dict:
         root.frozen = False
         for leaf, offset, strides in members:
             shape = types[leaf].shape
+            if _c_order(shape, strides):
+                # a block of the root (f(a, a), rows of one array): a slice of it, reshaped,
+                # NumPy's own views (mutation.py), not a gather of every element
+                n = int(np.prod(shape, dtype=np.int64))
+                views[leaf] = root[offset:offset + n].reshape(shape)
+                continue
             idx = np.full(shape, offset, dtype=np.int64)       # the member's element indices
             for k, (n, s) in enumerate(zip(shape, strides)):
                 idx += (np.arange(n, dtype=np.int64) * s).reshape(
@@ -135,6 +141,16 @@ def member_views(roots, types, pat) -> dict:
                 relayout=lambda lay, offset=offset, shape=shape, strides=strides:
                 _relayout(lay, offset, shape, strides))
     return views
+
+
+def _c_order(shape, strides) -> bool:
+    """Whether element strides are C order's for ``shape`` (any stride on a length-1 axis)."""
+    step = 1
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n > 1 and s != step:
+            return False
+        step *= n
+    return True
 
 
 def _relayout(lay, offset, shape, strides):
