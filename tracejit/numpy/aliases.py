@@ -6,8 +6,9 @@ so such a call is traced again for its *alias pattern*, which joins the signatur
 each group of arguments sharing memory gets a *root*, an extra argument that is the span of
 memory the group covers (a 1-D array of its elements, passed as a view of the caller's memory),
 and every member of the group is traced as a view of the root at its offset and element strides
-(a gather from the root; a write into a member is a scatter into the root, which the other
-members then read: ``mutation.link``). The members' own inputs stay in the graph, unused, so the
+(a slice of the root, reshaped, where the member is a C-order block of it, else a gather from
+the root; a write into a member reaches the root, which the other members then read:
+``mutation.link``). The members' own inputs stay in the graph, unused, so the
 calling convention keeps one input per argument leaf; the roots come after them, and the written
 roots are what the call writes back.
 
