@@ -126,3 +126,21 @@ def test_written_argument_returned_costs_no_copy():
     for _ in range(3):                                     # Python path, then native
         assert f(x) is x
     np.testing.assert_array_equal(x, 3.0)
+
+
+def test_inspection_shows_the_aliased_signature():
+    def shift(x, y):
+        x[1:] += 2.0 * x[:-1]
+        return (y * y).sum()
+    a = np.arange(5.0)
+    f = tj.trace(shift)
+    aliased, plain = str(f.ir(a, a)), str(f.ir(a, a.copy()))
+    # the aliased trace has the root of the shared memory as a third input, and writes it back
+    assert len(f.lower(a, a).graph.invars) == 3 and len(f.lower(a, a.copy()).graph.invars) == 2
+    assert "write c <-" in aliased and "write a <-" in plain and aliased != plain
+    assert "take" not in aliased        # a member that is a block of the root is a slice of it
+    b = a.copy()
+    want = shift(b, b)
+    assert f.lower(a, a) is f.lower(a, a)          # cached: the entry the call then uses
+    assert f(a, a) == want and f.cache_info().traces == 2
+    np.testing.assert_array_equal(a, b)

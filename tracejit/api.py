@@ -559,18 +559,26 @@ class Traced:
             remember.append(learn)
         for learn in remember:
             learn()
-        if entry.writes and not sig.aliases:
-            # a written argument sharing memory with another: traced as views of one array
-            pattern = aliases.pattern(leaves, entry.writes.leaves, entry.writes.names)
-            if pattern:
-                sig = sig._replace(aliases=pattern)
-                entry, specialize = self._entry(args, kwargs, sig, hit=True)
+        aliased = self._aliased(leaves, sig, entry.writes)
+        if aliased is not sig:
+            sig = aliased
+            entry, specialize = self._entry(args, kwargs, sig, hit=True)
         if specialize:
             self._specialize(entry, sig)
         if entry.value_leaves and not sig.values:      # keyed by value since this call
             sig = self._learned.with_values(leaves, sig)
         self._last_sig = sig
         return entry(leaves)
+
+    @staticmethod
+    def _aliased(leaves, sig: Signature, writes) -> Signature:
+        """``sig`` with the call's alias pattern (numpy/aliases.py) when an argument the
+        function writes (``writes``: the WriteBack of ``sig``'s trace) shares memory with
+        another: such a call is traced as views of one array. Else ``sig`` itself."""
+        if not writes or sig.aliases:
+            return sig
+        pattern = aliases.pattern(leaves, writes.leaves, writes.names)
+        return sig._replace(aliases=pattern) if pattern else sig
 
     def _entry(self, args, kwargs, sig: Signature, hit: bool):
         """(Compiled, whether this call should build its native entry) for ``sig``: from the
@@ -634,9 +642,12 @@ class Traced:
                 _with_entries.add(target)
 
     def lower(self, *args, **kwargs) -> Compiled:
-        """The compiled entry for these arguments' signature (compiling if needed)."""
-        _, sig = self._signature(args, kwargs)
-        return self._entry(args, kwargs, sig, hit=False)[0]
+        """The compiled entry for these arguments' signature (compiling if needed); the
+        signature of their alias pattern where arguments share memory with a written one."""
+        leaves, sig = self._signature(args, kwargs)
+        entry = self._entry(args, kwargs, sig, hit=False)[0]
+        aliased = self._aliased(leaves, sig, entry.writes)
+        return entry if aliased is sig else self._entry(args, kwargs, aliased, hit=False)[0]
 
     # inspection --------------------------------------------------------------------------------
     def ir(self, *args, optimize: bool = True, stage: str | None = None, **kwargs):
@@ -647,8 +658,11 @@ class Traced:
         if stage is not None:
             from .backend import describe_stage
             return describe_stage(self.lower(*args, **kwargs), stage)
-        _, sig = self._split(args, kwargs)
-        raw, _ = self.trace_graph(args, kwargs, sig, count=False)
+        leaves, sig = self._split(args, kwargs)
+        raw, outputs = self.trace_graph(args, kwargs, sig, count=False)
+        aliased = self._aliased(leaves, sig, outputs.writes)
+        if aliased is not sig:            # traced as the call traces it (see _python_call)
+            raw, _ = self.trace_graph(args, kwargs, aliased, count=False)
         return simplify(raw).replace(writes=raw.writes) if optimize else raw
 
     def inspect_llvm(self, *args, **kwargs) -> str:

@@ -6,8 +6,9 @@ so such a call is traced again for its *alias pattern*, which joins the signatur
 each group of arguments sharing memory gets a *root*, an extra argument that is the span of
 memory the group covers (a 1-D array of its elements, passed as a view of the caller's memory),
 and every member of the group is traced as a view of the root at its offset and element strides
-(a gather from the root; a write into a member is a scatter into the root, which the other
-members then read: ``mutation.link``). The members' own inputs stay in the graph, unused, so the
+(a slice of the root, reshaped, where the member is a C-order block of it, else a gather from
+the root; a write into a member reaches the root, which the other members then read:
+``mutation.link``). The members' own inputs stay in the graph, unused, so the
 calling convention keeps one input per argument leaf; the roots come after them, and the written
 roots are what the call writes back.
 
@@ -124,6 +125,12 @@ def member_views(roots, types, pat) -> dict:
         root.frozen = False
         for leaf, offset, strides in members:
             shape = types[leaf].shape
+            if _c_order(shape, strides):
+                # a block of the root (f(a, a), rows of one array): a slice of it, reshaped,
+                # NumPy's own views (mutation.py), not a gather of every element
+                n = int(np.prod(shape, dtype=np.int64))
+                views[leaf] = root[offset:offset + n].reshape(shape)
+                continue
             idx = np.full(shape, offset, dtype=np.int64)       # the member's element indices
             for k, (n, s) in enumerate(zip(shape, strides)):
                 idx += (np.arange(n, dtype=np.int64) * s).reshape(
@@ -135,6 +142,16 @@ def member_views(roots, types, pat) -> dict:
                 relayout=lambda lay, offset=offset, shape=shape, strides=strides:
                 _relayout(lay, offset, shape, strides))
     return views
+
+
+def _c_order(shape, strides) -> bool:
+    """Whether element strides are C order's for ``shape`` (any stride on a length-1 axis)."""
+    step = 1
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n > 1 and s != step:
+            return False
+        step *= n
+    return True
 
 
 def _relayout(lay, offset, shape, strides):
