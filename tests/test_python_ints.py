@@ -193,3 +193,33 @@ def test_python_int_arguments_made_floats_stay_weak(backend, k):
     got, want = tj.trace(f, backend=backend)(x, 3), f(x, 3)
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
+
+
+# grids: a Python-int bound specialises; one computed from traced data is a clear error -------
+
+@pytest.mark.parametrize("backend", ["llvm", "interpret"])
+def test_mgrid_ogrid_with_int_bounds(backend):
+    def f(x, r):
+        i, j = np.mgrid[0:r, 0:r]
+        a, b = np.ogrid[0:r, 1:r + 1]
+        return x[:r] * i + j + a * b
+    g = tj.trace(f, backend=backend)
+    x = np.arange(6.0)
+    for r in (3, 4, 3):
+        np.testing.assert_allclose(g(x, r), f(x, r))
+    assert g.cache_info().traces == 2
+
+
+@pytest.mark.parametrize("grid", ["mgrid", "ogrid"])
+def test_grid_with_traced_bound_says_so(grid):
+    def f(x):
+        n = (x > 0).sum()
+        return getattr(np, grid)[0:n, 0:2][0] * 1.0
+    with pytest.raises(ConcretizationError, match=rf"np\.{grid}\[start:stop:step\] with a "
+                                                  r"traced bound[\s\S]*test_python_ints\.py"):
+        tj.trace(f)(np.arange(-2.0, 3.0))
+
+
+def test_zeros_of_a_traced_count_says_so():
+    with pytest.raises(ConcretizationError, match=r"traced value as an index or a shape"):
+        tj.trace(lambda x: np.zeros((x > 0).sum()))(np.arange(-2.0, 3.0))

@@ -35,7 +35,8 @@ from . import autograph, forksafe, pickling, tree
 from .artifact import Artifact, ArtifactError, Entry, portable
 from .config import _on_code_change, config
 from .core import Tracer, current_builder, make_graph
-from .errors import ConcretizationError, InputError, numpy_shape_from_tracer
+from .errors import (ConcretizationError, InputError, numpy_grid_from_tracer,
+                     numpy_shape_from_tracer)
 from .ir import Graph
 from .numpy import aliases
 from .passes import simplify
@@ -447,8 +448,8 @@ class Traced:
                             out = autograph.call(self.fun, *full, **kw)
                     else:
                         out = autograph.call(self.fun, *full, **kw)   # (on inside a conversion)
-                except TypeError as exc:
-                    better = numpy_shape_from_tracer(exc)
+                except (TypeError, AttributeError) as exc:
+                    better = numpy_grid_from_tracer(exc) or numpy_shape_from_tracer(exc)
                     if better is None:
                         raise
                     raise better from None

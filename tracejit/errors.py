@@ -124,17 +124,48 @@ def numpy_shape_from_tracer(exc: BaseException) -> "ConcretizationError | None":
     if not isinstance(exc, TypeError) or isinstance(exc, TracerError) or "Tracer<" not in text \
             or "integer" not in text:
         return None
+    return _at_user_line(exc, "Using a traced value as a shape (e.g. np.zeros(n) with a traced "
+                         "n) needs a concrete value, but it is only known when the compiled "
+                         "function runs. Shapes must be static: a Python int argument n is "
+                         "(each value traces once); one computed from traced arrays is not: "
+                         f"pass it with static_argnums / static_argnames. (NumPy said: {text})")
+
+
+def numpy_grid_from_tracer(exc: BaseException) -> "ConcretizationError | None":
+    """``np.mgrid[0:n]`` / ``np.ogrid[0:n]`` with a traced bound: NumPy's ``nd_grid`` catches
+    the ConcretizationError of its size computation and falls into a path that fails with an
+    unrelated error (``'tuple' object has no attribute 'step'``, or a conversion to an array).
+    Recognise a failure inside ``nd_grid.__getitem__`` and say what happened."""
+    tb, grid = exc.__traceback__, None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_name == "__getitem__" and \
+                os.path.basename(code.co_filename) in ("_index_tricks_impl.py", "index_tricks.py"):
+            owner = tb.tb_frame.f_locals.get("self")
+            if hasattr(owner, "sparse"):
+                grid = "np.ogrid" if owner.sparse else "np.mgrid"
+        tb = tb.tb_next
+    if grid is None:
+        return None
+    return _at_user_line(exc, f"{grid}[start:stop:step] with a traced bound needs concrete "
+                         "bounds (they fix the grid's shape), but the value is only known when "
+                         "the compiled function runs. A Python int argument is concrete (each "
+                         "value traces once); for one computed from traced arrays, pass it with "
+                         "static_argnums, or build the grid from np.arange of a static length "
+                         "and a mask." + ("" if isinstance(exc, TracerError) else
+                                          f" (NumPy said: {type(exc).__name__}: {exc})"))
+
+
+def _at_user_line(exc: BaseException, message: str) -> "ConcretizationError":
+    """A ConcretizationError with ``message`` at the innermost frame of the user's code in the
+    traceback of ``exc``."""
     where, tb = None, exc.__traceback__
-    while tb is not None:                    # the innermost frame of the user's code
+    while tb is not None:
         if not _is_internal(tb.tb_frame.f_code.co_filename):
             where = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}"
         tb = tb.tb_next
     err = ConcretizationError.__new__(ConcretizationError)
-    Exception.__init__(err, "Using a traced value as a shape (e.g. np.zeros(n) with a traced n) "
-                       "needs a concrete value, but it is only known when the compiled "
-                       "function runs. Shapes must be static: pass n with static_argnums / "
-                       f"static_argnames. (NumPy said: {text})" +
-                       (f"\n  at {where}" if where else ""))
+    Exception.__init__(err, message + (f"\n  at {where}" if where else ""))
     return err
 
 

@@ -5,10 +5,11 @@ Layout of the generated code:
   when every memory access (leaf loads, stores, reduction outputs) stays affine across them;
 - dims 0..k-2 are scalar loops; the innermost dim is explicit vector code of ``VL`` lanes
   (``VL = vector bytes / widest itemsize in the group``, max 16), interleaved ``U`` times in
-  program order (each equation emitted for u = 0..U-1 before the next). The body is emitted
-  once: when the inner extent is not a multiple of ``U*VL`` every vector runs under its lane
-  mask (``llvm.masked.load/store``; strided operands use masked gather/scatter), so the last
-  step covers the tail. The range [start, end) is over collapsed dim 0 (the only dim when k == 1)
+  program order (each equation emitted for u = 0..U-1 before the next). When the inner extent
+  is not a multiple of ``U*VL``, the whole steps run unmasked and the last one under lane masks
+  (``llvm.masked.load/store``; strided operands use masked gather/scatter), a second copy of the
+  body; a long body in the first tier is emitted once, every vector masked (``_split_tail``).
+  The range [start, end) is over collapsed dim 0 (the only dim when k == 1)
   and, when k == 1, starts at a multiple of the grain ``U*VL``;
 - loads of operands whose innermost stride is 0 are hoisted out of the inner loop and splat;
 - a body of float arithmetic and math calls has its constants and callees computed in the entry
@@ -46,6 +47,7 @@ from .rules import rule
 PTR = ir.PointerType()
 PARALLEL_NS = 50_000          # estimated work above which a loop is split across threads
 CHUNKS = 16                   # fixed chunks of a parallel reduction over the outermost dim
+SPLIT_TAIL_EQNS = 24          # bodies up to this long get an unmasked main loop in every tier
 
 
 def _map(fn, *vals):
@@ -311,6 +313,15 @@ class _Emitter(MemoryOps):
             e.prim.name in ops.FAST_ISEL and e.outvars[0].ty.dtype.kind == "f"
             for e in self.group.eqns)
 
+    def _split_tail(self) -> bool:
+        """Whether an inner extent that is not a multiple of the step gets an unmasked main loop
+        and a masked tail (two copies of the body) rather than one loop with every vector
+        under its lane mask. Masked loads and stores are about as fast as plain ones with
+        AVX-512 but several times slower with AVX2 (``vmaskmov``: 4.5x on a stencil-sized
+        loop), so the split pays wherever the body is short or the kernel is hot; a second copy
+        of a long chain would double the first tier's emission and codegen time."""
+        return ops.is_hot(self.b.module) or len(self.group.eqns) <= SPLIT_TAIL_EQNS
+
     def _cost(self):
         c = sum(COST.get(e.prim.name, 0.05) for e in self.group.eqns)
         c += 0.1 * (len(self.leaves) + len(self.stores) + len(self.sinks))
@@ -334,9 +345,6 @@ class _Emitter(MemoryOps):
             # every call range covers whole steps: [start, end) splits at multiples of the grain
             _for(b, lo, hi, _i64(step), lambda i: self._body(self.unroll, i, None, offs), "i")
         else:
-            # One copy of the body, every vector under its lane mask: a second (tail) copy doubled
-            # emission, printing and codegen time of long chains. Masked AVX-512 loads and stores
-            # cost about as much as plain ones; a vector wholly past the end does nothing.
             def masked(i):
                 lanes = [ir.Constant(ir.VectorType(I64, self.vl),
                                      [u * self.vl + j for j in range(self.vl)])
@@ -345,7 +353,15 @@ class _Emitter(MemoryOps):
                 at = self._splat(i)
                 masks = [b.icmp_signed("<", b.add(at, lane), end) for lane in lanes]
                 self._body(self.unroll, i, masks, offs)
-            _for(b, lo, hi, _i64(step), masked, "i")
+            tail = lo
+            if self._split_tail():
+                # whole steps unmasked, then the rest under lane masks: the same vectors in the
+                # same order (reduction lanes too), so the results are those of the masked loop
+                whole = b.mul(b.sdiv(b.sub(hi, lo), _i64(step)), _i64(step))
+                tail = b.add(lo, whole)
+                _for(b, lo, tail, _i64(step),
+                     lambda i: self._body(self.unroll, i, None, offs), "i")
+            _for(b, tail, hi, _i64(step), masked, "i")
         self._inner_finish(offs)
 
     # inner loop pieces -----------------------------------------------------------------------------

@@ -305,6 +305,11 @@ class MemoryOps:
         ity = cx.ty(I64)
         if iv.type != ity:
             iv = b.sext(iv, ity)
+        if vl > 1 and acc.dtype.kind != "c" and (
+                isinstance(idx, Literal) or key in self.consts
+                or key in getattr(self, "hoisted", ())):
+            return self._uniform_gather(acc, sa, n, b.extract_element(iv, _i64(0)), u, i, mask,
+                                        offs)
         w = b.select(b.icmp_signed("<", iv, cx.const(I64, 0)), b.add(iv, cx.const(I64, n)), iv)
         inb = b.and_(b.icmp_signed(">=", w, cx.const(I64, 0)),
                      b.icmp_signed("<", w, cx.const(I64, n)))
@@ -343,6 +348,22 @@ class MemoryOps:
         if acc.dtype.kind == "b":
             v = b.icmp_unsigned("!=", v, cx.like(v, 0))
         return v
+
+    def _uniform_gather(self, acc, sa, n, iv, u, i, mask, offs):
+        """A gather whose index is the same in every lane (a row ``x[k]`` picked by a scalar
+        inside a loop body): one bounds check and the vector load of the row's elements
+        (contiguous when the row is), instead of a lane-by-lane gather and check."""
+        b = self.b
+        w = b.select(b.icmp_signed("<", iv, _i64(0)), b.add(iv, _i64(n)), iv)
+        inb = b.and_(b.icmp_signed(">=", w, _i64(0)), b.icmp_signed("<", w, _i64(n)))
+        bad = b.xor(inb, ir.Constant(I1, 1))
+        if mask is not None:          # a vector wholly past the end reads nothing
+            lanes = ir.IntType(self.vl)
+            bad = b.and_(bad, b.icmp_unsigned("!=", b.bitcast(mask, lanes), ir.Constant(lanes, 0)))
+        self._set_error_if(bad, ERR_INDEX)
+        row = b.add(offs[self.all_accesses().index(acc)],
+                    b.mul(b.select(inb, w, _i64(0)), _i64(sa)))
+        return self._vec_load(acc, row, add_index(b, i, _i64(u * self.vl)), mask)
 
     def _check(self, e, bad, x, mask):
         """``check_p``: ``x``, after setting the error's bit when a lane of ``bad`` under the
