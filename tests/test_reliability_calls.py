@@ -56,3 +56,58 @@ def test_reliability_evicted_entry_releases_its_output_cache():
     gc.collect()
     assert ref() is None
     assert _python_path_calls(f, big) == 1 and _python_path_calls(f, big) == 0
+
+
+# Python numbers: the traced function raises what Python raises on the same Python values
+# (results stay NumPy scalars; a value Python would give another type for, like 2 ** -1 == 0.5
+# from ints, raises NumPy's ValueError instead, clearly)
+_PYTHON_NUMBER_CASES = [
+    (lambda a, b: a ** b, 0.0, -1.0), (lambda a, b: a ** b, -0.0, -2.5),
+    (lambda a, b: a ** b, 0, -1), (lambda a, b: a ** b, 0, -3), (lambda a, b: a ** b, 0.0, -2),
+    (lambda a, b: a ** b, 1e308, 2.0), (lambda a, b: a ** b, 10.0, 400),
+    (lambda a, b: a // b, True, False), (lambda a, b: a % b, True, False),
+    (lambda a, b: divmod(a, b), False, False),
+    # and where Python does not raise, the same values
+    (lambda a, b: a ** b, 0.0, 2.5), (lambda a, b: a ** b, 2.0, -1.0), (lambda a, b: a ** b, 3, 4),
+    (lambda a, b: a ** b, float("inf"), 2.0), (lambda a, b: a // b, True, True),
+    (lambda a, b: a % b, False, True), (lambda a, b: a ** b, 0.0, 0.0),
+]
+
+
+@pytest.fixture(params=["interpret", "llvm"])
+def backend(request):
+    saved = tj.config.backend
+    tj.config.backend = request.param
+    yield request.param
+    tj.config.backend = saved
+
+
+@pytest.mark.parametrize("case", range(len(_PYTHON_NUMBER_CASES)))
+def test_reliability_python_number_edge_cases_as_python(backend, case):
+    fn, a, b = _PYTHON_NUMBER_CASES[case]
+    try:
+        want = fn(a, b)
+    except ArithmeticError as e:
+        want = type(e)
+    f = tj.jit(fn)
+    for _ in range(3):                          # traced, the Python path, the native entry
+        if isinstance(want, type):
+            with pytest.raises(want):
+                f(a, b)
+        else:
+            np.testing.assert_equal(f(a, b), want)
+    g = tj.jit(lambda b: fn(a, b))              # one operand a constant of the trace
+    if isinstance(want, type):
+        with pytest.raises(want):
+            g(b)
+    else:
+        np.testing.assert_equal(g(b), want)
+
+
+def test_reliability_python_int_to_negative_power_of_a_nonzero_base_is_numpys_error(backend):
+    f = tj.jit(lambda a, b: a ** b)
+    with pytest.raises(ValueError, match="negative integer powers"):
+        f(2, -1)
+    with pytest.raises(ZeroDivisionError):
+        f(0, -1)                                 # the same signature: decided at run time
+    assert f(2, 3) == 8
