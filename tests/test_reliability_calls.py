@@ -111,3 +111,42 @@ def test_reliability_python_int_to_negative_power_of_a_nonzero_base_is_numpys_er
     with pytest.raises(ZeroDivisionError):
         f(0, -1)                                 # the same signature: decided at run time
     assert f(2, 3) == 8
+
+
+# captured arrays (README "Captured arrays"): baked in at trace time, and every signature
+# traced after a change sees the new value (the old signatures are dropped, not kept stale)
+_W = np.ones(3, np.int64)
+
+
+def test_reliability_signatures_agree_after_a_captured_global_changes(backend):
+    global _W
+    _W = np.ones(3, np.int64)
+    f = tj.jit(lambda x: x + _W)
+    one, row = np.zeros(3, np.int64), np.zeros((1, 3), np.int64)
+    f(one), f(one)
+    _W[:] = 5                                     # changed in place
+    np.testing.assert_array_equal(f(row), [[5, 5, 5]])    # a new signature traces...
+    np.testing.assert_array_equal(f(one), [5, 5, 5])      # ...and the old one agrees
+    _W = np.full(3, 7)                            # rebound to another array
+    np.testing.assert_array_equal(f(np.zeros((2, 3), np.int64)), [[7, 7, 7]] * 2)
+    np.testing.assert_array_equal(f(one), [7, 7, 7])
+    np.testing.assert_array_equal(f(row), [[7, 7, 7]])
+    # a call of an already traced signature does not look (no per-call cost: the llvm backend
+    # answers from the baked copy); clear_cache, or any new signature, takes the new value
+    _W[0] = -1
+    f.clear_cache()
+    np.testing.assert_array_equal(f(one), [-1, 7, 7])
+
+
+def test_reliability_captured_closure_array_change_retraces_all_signatures(backend):
+    table = np.arange(4.0)
+
+    def f(x):
+        return x * table
+
+    g = tj.jit(f)
+    a, b = np.ones(4), np.ones((2, 4))
+    np.testing.assert_array_equal(g(a), table)
+    table *= 2
+    np.testing.assert_array_equal(g(b), [table, table])
+    np.testing.assert_array_equal(g(a), table)

@@ -31,7 +31,7 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from . import autograph, forksafe, pickling, tree
+from . import autograph, forksafe, funkey, pickling, tree
 from .artifact import Artifact, ArtifactError, Entry, portable
 from .config import _on_code_change, config
 from .core import Tracer, current_builder, make_graph
@@ -371,6 +371,7 @@ class Traced:
         self._learned = Learned()        # how later calls of a signature are keyed and traced
         self._autograph = False          # trace with Python control flow converted (autograph)
         self._restorable: dict = {}      # key -> artifact Entry, compiled on its first call
+        self._captured = None            # funkey.captured_arrays at the first trace
 
     # signature ---------------------------------------------------------------------------------
     def _split(self, args, kwargs):
@@ -530,6 +531,7 @@ class Traced:
         if config.log_retraces and self._last_sig is not None:
             log.warning("tracejit: retracing %s: %s", self.__name__,
                         explain(self._last_sig, sig, self._sig))
+        self._check_captured()
         facts = []
         raw, out_tree = self.trace_graph(args, kwargs, sig, facts=facts)
         graph = simplify(raw).replace(writes=raw.writes)
@@ -537,6 +539,21 @@ class Traced:
         # valid only for Python ints of these ranges, which the native entry cannot check
         compiled.range_facts = frozenset().union(*[f.used for f in facts])
         return compiled
+
+    def _check_captured(self) -> None:
+        """Before a trace: if a NumPy array the function captured (a global or a closure cell)
+        changed since its first trace, drop every traced signature (they bake the old values
+        in), so that all signatures traced from now on agree. Costs a digest of the captured
+        arrays' bytes per trace, nothing per call (README: "Captured arrays")."""
+        record = self._captured
+        if record is not None and funkey.arrays_changed(record, self.fun):
+            if config.log_retraces:
+                log.warning("tracejit: %s: a captured array changed; dropping its %d traced "
+                            "signatures", self.__name__, len(self._cache))
+            self.clear_cache()
+            record = None
+        if record is None:
+            self._captured = funkey.captured_arrays(self.fun)
 
     # calling -----------------------------------------------------------------------------------
     def _key(self, sig):
@@ -687,6 +704,7 @@ class Traced:
             self._restorable.clear()
             self._learned.clear()
             self._last_sig = None
+            self._captured = None
         with _table_lock:
             for target in (self, *self._owners):
                 target.clear_specializations()
