@@ -150,3 +150,24 @@ def test_reliability_captured_closure_array_change_retraces_all_signatures(backe
     table *= 2
     np.testing.assert_array_equal(g(b), [table, table])
     np.testing.assert_array_equal(g(a), table)
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
+def test_reliability_complex_power_integral_traced_exponent_is_numpys_bits(backend, dtype):
+    """npy_cpow computes z ** n for a real integral |n| < 100 by binary exponentiation (its
+    cmul without fma, 1 / z**|n| for n < 0): the llvm backend does the same per element, so
+    the bits are NumPy's, also where exp(n log z) is far off (a tiny real part)."""
+    rng = np.random.default_rng(7)
+    z = (rng.standard_normal(600) + 1j * rng.standard_normal(600)).astype(dtype)
+    z[:100] = (1e-30 + 1j * rng.standard_normal(100)).astype(dtype)
+    z[100:110] = [0, 1, -1, 1j, -1j, 2, 0.5, 1e-3j, 3 + 4j, -0.0]
+    w = rng.integers(-99, 100, 600).astype(dtype)
+    w[:20] = [0, 1, 2, 3, -1, -2, -3, 99, -99, 100, -100, 64, 1.5, 2 + 1e-9j, 7, 8, 0, 1, -1, 5]
+    f = tj.jit(lambda z, w: z ** w)
+    with np.errstate(all="ignore"):
+        want = z ** w
+    for _ in range(2):
+        got = f(z, w)
+        exact = (w.imag == 0) & (w.real == np.round(w.real)) & (np.abs(w.real) < 100)
+        np.testing.assert_array_equal(got[exact], want[exact])
+        np.testing.assert_allclose(got[~exact], want[~exact], rtol=64 * np.finfo(dtype).eps)
