@@ -60,7 +60,8 @@ def test_reliability_evicted_entry_releases_its_output_cache():
 
 # Python numbers: the traced function raises what Python raises on the same Python values
 # (results stay NumPy scalars; a value Python would give another type for, like 2 ** -1 == 0.5
-# from ints, raises NumPy's ValueError instead, clearly)
+# from ints, raises NumPy's ValueError instead, clearly; a float to a Python-int power in
+# [1, 64] is repeated multiplication: 1e200 ** 2 is inf, as 1e200 * 1e200)
 _PYTHON_NUMBER_CASES = [
     (lambda a, b: a ** b, 0.0, -1.0), (lambda a, b: a ** b, -0.0, -2.5),
     (lambda a, b: a ** b, 0, -1), (lambda a, b: a ** b, 0, -3), (lambda a, b: a ** b, 0.0, -2),

@@ -512,8 +512,10 @@ def scalar_power(x1, x2):
         out = ew.integer_pow_p.bind(x1, n=n)
         if x1.ty.weak and x1.dtype.kind == "i":      # Python ints: exact, or an error
             out = python_int_result(ew.integer_pow_p, (x1,), out, n=n)
-        elif x1.ty.weak and x1.dtype == dtypes.float64 and type(x2) is int:
-            out = _python_float_power(x1, x2, out)
+        elif x1.ty.weak and x1.dtype == dtypes.float64 and type(x2) is int and n < 0:
+            # (a small positive n is repeated multiplication, unchecked as x * x is: the IR of
+            # a Python float squared stays one integer_pow)
+            out = _guard(equal(x1, 0), out, "python_zero_power")
         return out
     dt, weak = _promoted(x1, x2)
     if dt.kind in "biu":
@@ -526,7 +528,8 @@ def _python_float_power(x1, x2, out):
     """``out = x1 ** x2`` of Python numbers (a float among them) checked as Python's float
     ``**`` does: ZeroDivisionError for 0.0 to a negative power, OverflowError where a finite
     base and exponent give inf (NumPy: inf and a warning). (A negative base to a fractional
-    power is a complex number in Python, NaN here, as NumPy's float64.)"""
+    power is a complex number in Python, NaN here, as NumPy's float64; a Python-int exponent
+    in [1, 64] is ``integer_pow``, repeated multiplication, inf on overflow as ``x * x``.)"""
     out = _guard(logical_and(equal(x1, 0), less(x2, 0)), out, "python_zero_power")
     big = logical_and(isinf(out), logical_and(isfinite(x1), isfinite(x2)))
     return _guard(big, out, "python_float_overflow")
