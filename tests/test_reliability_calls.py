@@ -75,14 +75,6 @@ _PYTHON_NUMBER_CASES = [
 ]
 
 
-@pytest.fixture(params=["interpret", "llvm"])
-def backend(request):
-    saved = tj.config.backend
-    tj.config.backend = request.param
-    yield request.param
-    tj.config.backend = saved
-
-
 @pytest.mark.parametrize("case", range(len(_PYTHON_NUMBER_CASES)))
 def test_reliability_python_number_edge_cases_as_python(backend, case):
     fn, a, b = _PYTHON_NUMBER_CASES[case]
