@@ -63,6 +63,26 @@ _CASES = {
         f.lower(a, b)
         """, "interrupted(f, a, b)", "print(f(a[:2], b[:3]).shape, f(a, b[:3]).shape)",
         "(2,) (300000,)"),
+    # polled per row block taken and per column panel (matmul kernels)
+    "matmul on the pool": ("""
+        f = tj.jit(lambda x, y: x @ y)
+        x = np.ones((4000, 4000), np.int64)
+        f.lower(x, x)
+        """, "interrupted(f, x, x)", "print(f(x[:2, :3], x[:3, :2]).tolist())",
+        "[[3, 3], [3, 3]]"),
+    "batched matmul": ("""
+        f = tj.jit(lambda x, y: x @ y)
+        x = np.ones((2000, 200, 200), np.int64)
+        f.lower(x, x)
+        """, "interrupted(f, x, x)", "print(f(x[:1, :1, :3], x[:1, :3, :1]).tolist())",
+        "[[[3]]]"),
+    # outer dim reduced on one thread (outputs too large to chunk): polled per block of rows
+    "long fused loop reducing its outer dim": ("""
+        f = tj.jit(lambda a, b: np.sum(np.sin(a[:, None] * b[None, :] + 0.5), axis=0))
+        a, b = np.linspace(0, 1, 300_000), np.linspace(0, 1, 200_000)
+        f.lower(a, b)
+        """, "interrupted(f, a, b)", "print(f(a[:2], b[:3]).shape, f(a[:3], b).shape)",
+        "(3,) (200000,)"),
     "user handler": ("""
         class Stop(Exception):
             pass

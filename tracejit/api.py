@@ -31,7 +31,7 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from . import autograph, forksafe, pickling, tree
+from . import autograph, forksafe, funkey, pickling, tree
 from .artifact import Artifact, ArtifactError, Entry, portable
 from .config import _on_code_change, config
 from .core import Tracer, current_builder, make_graph
@@ -197,7 +197,8 @@ class Compiled:
         self.backend = backend
         self.executable, self.objects = _compile_with_objects(graph, backend, trusted)
         self._sealed = None
-        self.specialized = False          # native fast-path entry built (see Traced)
+        self.specialized = False          # native entry in the dispatch table (see Traced)
+        self.native_address = None        # that entry, built once, added again after eviction
         # (leaf, IntRange field, value) facts about Python-int arguments the graph relies on:
         # reused for other ranges that agree on them; no native entry when there are any
         self.range_facts = frozenset()
@@ -371,6 +372,7 @@ class Traced:
         self._learned = Learned()        # how later calls of a signature are keyed and traced
         self._autograph = False          # trace with Python control flow converted (autograph)
         self._restorable: dict = {}      # key -> artifact Entry, compiled on its first call
+        self._captured = None            # funkey.captured_arrays at the first trace
 
     # signature ---------------------------------------------------------------------------------
     def _split(self, args, kwargs):
@@ -530,6 +532,7 @@ class Traced:
         if config.log_retraces and self._last_sig is not None:
             log.warning("tracejit: retracing %s: %s", self.__name__,
                         explain(self._last_sig, sig, self._sig))
+        self._check_captured()
         facts = []
         raw, out_tree = self.trace_graph(args, kwargs, sig, facts=facts)
         graph = simplify(raw).replace(writes=raw.writes)
@@ -537,6 +540,21 @@ class Traced:
         # valid only for Python ints of these ranges, which the native entry cannot check
         compiled.range_facts = frozenset().union(*[f.used for f in facts])
         return compiled
+
+    def _check_captured(self) -> None:
+        """Before a trace: if a NumPy array the function captured (a global or a closure cell)
+        changed since its first trace, drop every traced signature (they bake the old values
+        in), so that all signatures traced from now on agree. Costs a digest of the captured
+        arrays' bytes per trace, nothing per call (README: "Captured arrays")."""
+        record = self._captured
+        if record is not None and funkey.arrays_changed(record, self.fun):
+            if config.log_retraces:
+                log.warning("tracejit: %s: a captured array changed; dropping its %d traced "
+                            "signatures", self.__name__, len(self._cache))
+            self.clear_cache()
+            record = None
+        if record is None:
+            self._captured = funkey.captured_arrays(self.fun)
 
     # calling -----------------------------------------------------------------------------------
     def _key(self, sig):
@@ -636,11 +654,20 @@ class Traced:
             with _cache_lock:
                 entry.specialized = False
             return
-        address = entry.executable.native_entry(spec)
+        address = entry.native_address
+        if address is None:       # (lives as long as the executable: built once per config)
+            address = entry.native_address = entry.executable.native_entry(spec)
         with _table_lock:
+            evicted = []
             for target in (self, *self._owners):
-                target.add_specialization(address, entry)
+                out = target.add_specialization(address, entry)
+                if target is self:
+                    evicted = out
                 _with_entries.add(target)
+        with _cache_lock:         # their next Python-path call adds them again (hot again)
+            for old in evicted:
+                if old is not None and old is not entry:
+                    old.specialized = False
 
     def lower(self, *args, **kwargs) -> Compiled:
         """The compiled entry for these arguments' signature (compiling if needed); the
@@ -692,6 +719,7 @@ class Traced:
             self._restorable.clear()
             self._learned.clear()
             self._last_sig = None
+            self._captured = None
         with _table_lock:
             for target in (self, *self._owners):
                 target.clear_specializations()
@@ -846,7 +874,7 @@ def _drop_native_entries():
             target.clear_specializations()
         with _cache_lock:
             for compiled in getattr(target, "_cache", {}).values():
-                compiled.specialized = False
+                compiled.specialized, compiled.native_address = False, None
     _with_entries.clear()
 
 

@@ -13,9 +13,12 @@ function, arguments and keywords; any other callable by itself.
 from __future__ import annotations
 
 import functools
+import hashlib
 import threading
 import types
 from collections import OrderedDict
+
+import numpy as np
 
 from . import forksafe
 
@@ -63,6 +66,49 @@ def behaviour_key(fun):
     except TypeError:
         return None
     return ("object", fun), ()
+
+
+# Captured arrays: a trace bakes the NumPy arrays a function reads from its globals and
+# closure in as constants. ``captured_arrays`` records them (by name or cell, with the object
+# and a digest of its bytes) when a function is first traced; ``Traced`` compares that record
+# at each later trace, and on a change drops every traced signature, so that no two of them
+# see different values of one array (README: "Captured arrays").
+
+def _code_names(code, out):
+    out.update(code.co_names)
+    for c in code.co_consts:                 # nested functions and lambdas read globals too
+        if isinstance(c, types.CodeType):
+            _code_names(c, out)
+    return out
+
+
+def _digest(arr):
+    if arr.dtype.hasobject:
+        return None                          # (object arrays: compared by identity only)
+    return hashlib.blake2b(np.ascontiguousarray(arr).view(np.uint8).reshape(-1),
+                           digest_size=16).digest()
+
+
+def captured_arrays(fun) -> tuple:
+    """((where, array, digest), ...) for the ndarrays ``fun`` reads from its globals (by name)
+    and closure cells (by index); () for callables that are not Python functions."""
+    while isinstance(fun, (types.MethodType, functools.partial)):
+        fun = fun.__func__ if isinstance(fun, types.MethodType) else fun.func
+    fun = getattr(fun, "__wrapped__", fun)
+    if not isinstance(fun, types.FunctionType):
+        return ()
+    found = [(("global", name), fun.__globals__[name])
+             for name in sorted(_code_names(fun.__code__, set())) if name in fun.__globals__]
+    found += [(("cell", k), v) for k, v in enumerate(_cells(fun))]
+    return tuple((where, v, _digest(v)) for where, v in found if isinstance(v, np.ndarray))
+
+
+def arrays_changed(record, fun) -> bool:
+    """Whether an array of ``record`` (``captured_arrays`` of ``fun`` earlier) was rebound to
+    another object or changed in place since."""
+    now = {where: (v, d) for where, v, d in captured_arrays(fun)}
+    return any(where not in now or now[where][0] is not v or now[where][1] != d
+               for where, v, d in record)
 
 
 class Memo:

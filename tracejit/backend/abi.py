@@ -33,6 +33,8 @@ CHECK_BITS = {
     "python_int_negative_shift": 262144,  # Python ints: k << -1 (ValueError)
     "python_float_division": 2097152,  # Python floats: a / 0.0 (ZeroDivisionError)
     "python_float_floor_division": 4194304,  # Python floats: a // 0.0, a % 0.0, divmod
+    "python_zero_power": 1048576,  # Python numbers: 0 ** -1, 0.0 ** -0.5 (ZeroDivisionError)
+    "python_float_overflow": 16777216,  # Python floats: 1e308 ** 2.0 (OverflowError)
     "empty_selection": 8388608,  # x[mask].max() / .min() of no selected element (ValueError)
     "no_convergence": 33554432,  # LAPACK eigh / svd / eig failed (LinAlgError)
 }

@@ -13,8 +13,8 @@ from ..core import Tracer, type_of
 from ..custom import custom_jvp
 from ..errors import DTypeError, UnsupportedError
 from ..ops import elementwise as ew
-from ._base import (as_traceable, broadcast_shapes, broadcast_to, concrete, convert, elementwise,
-                    filled, half_in_float32, implements, inexact, python_division,
+from ._base import (_guard, as_traceable, broadcast_shapes, broadcast_to, concrete, convert,
+                    elementwise, filled, half_in_float32, implements, inexact, python_division,
                     python_int_result, result_type, shape_of)
 
 __all__ = []
@@ -410,15 +410,27 @@ def _weak(x):
 @_export
 @implements(np.floor_divide)
 def floor_divide(x1, x2, /):
-    """Floor division; integer division by zero gives 0, as NumPy."""
-    return elementwise(ew.floordiv_p, "floor_divide", *_no_bool(x1, x2))
+    """Floor division; integer division by zero gives 0, as NumPy (Python bools and ints:
+    ZeroDivisionError, as Python)."""
+    return _python_bool_division(elementwise(ew.floordiv_p, "floor_divide",
+                                             *_no_bool(x1, x2)), x1, x2)
 
 
 @_export
 @implements(np.remainder)
 def remainder(x1, x2, /):
-    """Remainder with the sign of the divisor; integer x % 0 gives 0, as NumPy."""
-    return elementwise(ew.rem_p, "remainder", *_no_bool(x1, x2))
+    """Remainder with the sign of the divisor; integer x % 0 gives 0, as NumPy (Python bools
+    and ints: ZeroDivisionError, as Python)."""
+    return _python_bool_division(elementwise(ew.rem_p, "remainder", *_no_bool(x1, x2)), x1, x2)
+
+
+def _python_bool_division(out, x1, x2):
+    """``out`` (x1 // x2 or x1 % x2), checked as Python does when both are Python bools
+    (``True // False`` is ZeroDivisionError; the Python ints' check is ``elementwise``'s)."""
+    dt, weak = _promoted(x1, x2)
+    if not (weak and dt == dtypes.bool_):
+        return out
+    return _guard(logical_not(x2), out, "python_int_zero_division")
 
 
 mod = remainder
@@ -486,6 +498,8 @@ def scalar_power(x1, x2):
     if isinstance(x2, (int, np.integer)) and not isinstance(x2, bool) and \
             isinstance(x1, Tracer) and -64 <= int(x2) <= 64:
         n = int(x2)
+        if n < 0 and x1.ty.weak and x1.dtype.kind == "i" and type(x2) is int:
+            return _int_power(x1, x2, dtypes.int64, True)     # 0 ** -1: ZeroDivisionError
         if n < 0 and x1.dtype.kind in "biu":
             from .intrange import check_narrowing, int_exponent_sign
             if type(x2) is int:                  # NumPy converts it first: -1 is no uint8
@@ -498,11 +512,27 @@ def scalar_power(x1, x2):
         out = ew.integer_pow_p.bind(x1, n=n)
         if x1.ty.weak and x1.dtype.kind == "i":      # Python ints: exact, or an error
             out = python_int_result(ew.integer_pow_p, (x1,), out, n=n)
+        elif x1.ty.weak and x1.dtype == dtypes.float64 and type(x2) is int and n < 0:
+            # (a small positive n is repeated multiplication, unchecked as x * x is: the IR of
+            # a Python float squared stays one integer_pow)
+            out = _guard(equal(x1, 0), out, "python_zero_power")
         return out
     dt, weak = _promoted(x1, x2)
     if dt.kind in "biu":
         return _int_power(x1, x2, dt, weak)
-    return elementwise(ew.pow_p, "power", x1, x2)
+    out = elementwise(ew.pow_p, "power", x1, x2)
+    return _python_float_power(x1, x2, out) if weak and dt == dtypes.float64 else out
+
+
+def _python_float_power(x1, x2, out):
+    """``out = x1 ** x2`` of Python numbers (a float among them) checked as Python's float
+    ``**`` does: ZeroDivisionError for 0.0 to a negative power, OverflowError where a finite
+    base and exponent give inf (NumPy: inf and a warning). (A negative base to a fractional
+    power is a complex number in Python, NaN here, as NumPy's float64; a Python-int exponent
+    in [1, 64] is ``integer_pow``, repeated multiplication, inf on overflow as ``x * x``.)"""
+    out = _guard(logical_and(equal(x1, 0), less(x2, 0)), out, "python_zero_power")
+    big = logical_and(isinf(out), logical_and(isfinite(x1), isfinite(x2)))
+    return _guard(big, out, "python_float_overflow")
 
 
 def _int_power(x1, x2, dt, weak):
@@ -522,7 +552,13 @@ def _int_power(x1, x2, dt, weak):
     # NumPy's OverflowError for an out-of-range Python int
     x1, x2 = [check_narrowing(a, dt) if _weak(a) and type_of(a).dtype.kind == "i" else a
               for a in (x1, x2)]
-    nonneg = int_exponent_sign(x2) or dt.kind == "u"
+    python_ints = weak and dt == dtypes.int64
+    try:
+        nonneg = int_exponent_sign(x2) or dt.kind == "u"
+    except ValueError:
+        if not python_ints:
+            raise
+        nonneg = False    # Python: 0 ** -1 is ZeroDivisionError, 2 ** -1 a float: checked below
     x1, x2 = [a if isinstance(a, Tracer) else np.asarray(getattr(a, "value", a), dt)
               for a in (convert(x1, dt, weak), convert(x2, dt, weak))]
     result, base, e = 1 if weak else np.asarray(1, dt), x1, x2
@@ -543,9 +579,13 @@ def _int_power(x1, x2, dt, weak):
         return result
     # a negative e gives some value above (e // 2 stays -1); the check raises before anyone sees it
     bad = less(x2, 0)
+    if python_ints:        # Python's error for 0 ** -1; NumPy's for 2 ** -1 (0.5 is no int)
+        zero = logical_and(bad, equal(x1, 0))
+        result = _guard(zero, result, "python_zero_power")
+        bad = logical_and(bad, logical_not(zero))
     if np.ndim(bad) != 0:
         bad = broadcast_to(bad, np.shape(result))
-    return ew.check(bad, result, "negative_power")
+    return _guard(bad, result, "negative_power")
 
 
 def _nan_ignoring(np_fn, extreme, is_max):

@@ -510,6 +510,8 @@ ERRORS = {
     # Python floats computed in a trace (numpy/_base.py, ``elementwise``): Python's errors
     "python_float_division": (ZeroDivisionError, "float division by zero"),
     "python_float_floor_division": (ZeroDivisionError, "float floor division or modulo by zero"),
+    "python_zero_power": (ZeroDivisionError, "0.0 cannot be raised to a negative power"),
+    "python_float_overflow": (OverflowError, "(34, 'Numerical result out of range')"),
     # numpy.linalg (numpy/factor.py), from the flag output of a linalg primitive
     "singular_matrix": (np.linalg.LinAlgError, "Singular matrix"),
     "not_positive_definite": (np.linalg.LinAlgError, "Matrix is not positive definite"),

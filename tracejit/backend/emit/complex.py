@@ -31,6 +31,13 @@ def _cmul(cx, x, y):
     return (_fma(cx, ar, br, b.fneg(b.fmul(ai, bi))), _fma(cx, ar, bi, b.fmul(ai, br)))
 
 
+def _cmul_plain(cx, x, y):
+    """x * y without fma: npy_cpow's own cmul (NumPy's multiply loop contracts to fma)."""
+    (ar, ai), (br, bi) = x, y
+    b = cx.b
+    return (b.fsub(b.fmul(ar, br), b.fmul(ai, bi)), b.fadd(b.fmul(ar, bi), b.fmul(ai, br)))
+
+
 def _cdiv(cx, x, y):
     (ar, ai), (br, bi) = x, y
     b = cx.b
@@ -247,22 +254,57 @@ def _csign(cx, eqn, z):
 
 
 def _cpow(cx, eqn, z, w):
-    """z**w as NumPy's npy_cpow: w == 0 -> 1; z == 0 -> 0 when Re w > 0, else NaN; otherwise
-    exp(w log z) (glibc's cpow formula; ~10 ulp for finite values). Known difference: with an
-    infinite or NaN operand NumPy (C99 Annex G multiply inside glibc's cpow) sometimes returns
-    a number where this gives NaN, e.g. 1j ** (inf + inf j) is 0 in NumPy."""
+    """z**w as NumPy's npy_cpow: w == 0 -> 1; z == 0 -> 0 when Re w > 0, else NaN; an
+    integral real w with |w| < 100 by binary exponentiation (``_cpow_integral``, bit for bit
+    NumPy's); otherwise exp(w log z) (glibc's cpow formula; ~10 ulp for finite values). Known
+    difference: with an infinite or NaN operand NumPy (C99 Annex G multiply inside glibc's
+    cpow) sometimes returns a number where this gives NaN, e.g. 1j ** (inf + inf j) is 0."""
     (x, y), (u, v) = z, w
     b = cx.b
     zero, one = cx.like(x, 0.0), cx.like(x, 1.0)
     nan = cx.like(x, float("nan"))
     lz = _clog(cx, eqn, z)
     re, im = _cexp(cx, eqn, _cmul(cx, w, lz))
+    integral, (ire, iim) = _cpow_integral(cx, z, u, v)
+    re, im = b.select(integral, ire, re), b.select(integral, iim, im)
     z0 = b.and_(b.fcmp_ordered("==", x, zero), b.fcmp_ordered("==", y, zero))
     w_pos = b.fcmp_ordered(">", u, zero)
     re = b.select(z0, b.select(w_pos, zero, nan), re)
     im = b.select(z0, b.select(w_pos, zero, nan), im)
     w0 = b.and_(b.fcmp_ordered("==", u, zero), b.fcmp_ordered("==", v, zero))
     return b.select(w0, one, re), b.select(w0, zero, im)
+
+
+def _cpow_integral(cx, z, u, v):
+    """(whether w = u + iv is real, integral and |u| < 100; z**u then) as npy_cpow's loop:
+    aa = 1, p = z; for each bit of |n| from the lowest: aa = aa * p where the bit is set, p =
+    p * p; 1 / aa for n < 0. The exponent is per lane here, so all 7 bits are unrolled and the
+    products selected (a product by 1 of a finite z is exact, as in NumPy's loop); its cmul
+    has no fma (``_cmul_plain``)."""
+    b = cx.b
+    zero, one = cx.like(u, 0.0), cx.like(u, 1.0)
+    au = mathlib.call_math(b, "fabs", u)
+    small = b.and_(b.fcmp_ordered("==", v, zero), b.fcmp_ordered("<", au, cx.like(u, 100.0)))
+    it = ir.VectorType(ir.IntType(32), u.type.count) if isinstance(u.type, ir.VectorType) \
+        else ir.IntType(32)
+    n = b.fptosi(b.select(small, au, zero), it)          # (only lanes with |u| < 100 count)
+    integral = b.and_(small, b.fcmp_ordered("==", b.sitofp(n, u.type), au))
+    aa, p = (one, zero), z
+    for k in range(7):                                    # |n| < 100 < 2**7
+        bit = b.icmp_unsigned("!=", b.and_(n, _int_splat(it, 1 << k)), _int_splat(it, 0))
+        prod = _cmul_plain(cx, aa, p)
+        aa = (b.select(bit, prod[0], aa[0]), b.select(bit, prod[1], aa[1]))
+        if k < 6:
+            p = _cmul_plain(cx, p, p)
+    inv = _cdiv(cx, (one, zero), aa)
+    neg = b.fcmp_ordered("<", u, zero)
+    return integral, (b.select(neg, inv[0], aa[0]), b.select(neg, inv[1], aa[1]))
+
+
+def _int_splat(ty, value):
+    if isinstance(ty, ir.VectorType):
+        return ir.Constant(ty, [value] * ty.count)
+    return ir.Constant(ty, value)
 
 
 def _csinh(cx, eqn, z):

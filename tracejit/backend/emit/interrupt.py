@@ -19,9 +19,12 @@ Invariants and why:
 - polls are cheap and rare, one relaxed load of the counter each: on the slow path of a while
   or scan loop (every ``control._poll_every()`` bodies, about 1 ms of estimated work), per block
   of about ``BLOCK_NS`` of a long fused loop (``emit_blocked``; the thread pool's workers run
-  blocks too, so they stop early) and per chunk of a chunked reduction; never per element.
-  Not polled: matmul kernels, argmax row walks, scatters and fused loops that reduce their
-  outermost dim on one thread;
+  blocks too, so they stop early), per chunk of a chunked reduction, per row block of a pooled
+  matmul and per column panel of a matmul kernel (``matmul/tiled.py``, given ``Poller`` as its
+  ``poll``); never per element. Not polled: argmax row walks, scatters, the matrix-vector dot
+  path and one-dim fused reductions on one thread (their vector accumulators span the range);
+- a poll also stops at error bits another step or worker thread set (a failed malloc in one
+  row block of a pooled product): the call raises anyway, so the rest of its work is waste;
 - the handler is installed lazily (``install``, from ``Executable``) on the main thread, only
   when Python's SIGINT handler is a Python callable (``default_int_handler`` or the user's) and
   the C-level one is a real function; it is installed again after something (``signal.signal``)
@@ -127,14 +130,17 @@ class Poller:
 
     def check(self, b, stop_block):
         """If a SIGINT arrived since the call started: set ``ERR_INTERRUPT``, go to
-        ``stop_block``; else continue at a new block (the builder is left there)."""
+        ``stop_block``; if another step or thread of the call already failed (error bits set:
+        a MemoryError, an index out of range...), go there too, since the call raises anyway;
+        else continue at a new block (the builder is left there)."""
         now = b.load_atomic(self.epoch, "monotonic", 4, typ=I32)
         hit = b.and_(self.armed, b.icmp_signed("!=", now, self.start))
+        failed = b.icmp_signed("!=", b.load_atomic(self.cell, "monotonic", 4, typ=I32), _i32(0))
         fn = b.function
         stop, cont = fn.append_basic_block("intr.stop"), fn.append_basic_block("intr.go")
-        b.cbranch(hit, stop, cont)
+        b.cbranch(b.or_(hit, failed), stop, cont)
         b.position_at_end(stop)
-        b.atomic_rmw("or", self.cell, _i32(ERR_INTERRUPT), "monotonic")
+        b.atomic_rmw("or", self.cell, b.select(hit, _i32(ERR_INTERRUPT), _i32(0)), "monotonic")
         b.branch(stop_block)
         b.position_at_end(cont)
 
@@ -143,8 +149,9 @@ def emit_blocked(module, name, body, block, err_slot) -> ir.Function:
     """``void @name(ptr slots, i64 start, i64 end)``: ``body`` (a fused loop's function, same
     signature) over [start, end) in blocks of ``block`` (a multiple of the loop's grain, so
     each block starts where the loop expects), polling between blocks. Only for loops whose
-    outermost dim is not reduced: each index of it is computed alone, so the blocks give the
-    same results as one call."""
+    outermost dim is not reduced (each index of it is computed alone) or is a scalar loop
+    whose reductions update the outputs in memory at each index (a loop nest of two dims or
+    more): the blocks give the same results as one call."""
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, I64, I64]), name)
     fn.linkage = "internal"
     slots, lo, hi = fn.args

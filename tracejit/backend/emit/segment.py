@@ -241,7 +241,12 @@ class SegmentEmitter:
             self._chunked(b, slots, code)
             return
         body = code.fn
-        block = interrupt.block_rows(code.work, code.n0, code.grain) if code.parallel else None
+        # blocks of dim 0 compute what one call does when its indices are independent
+        # (parallel), or when dim 0 is a scalar loop (two dims or more) whose reductions go
+        # through the outputs in memory at each index, in order (loops.py): a one-thread loop
+        # reducing its outer dim; not a one-dim reduction, whose accumulators span the range
+        blockable = code.parallel or (code.chunks is None and len(code.dims) >= 2)
+        block = interrupt.block_rows(code.work, code.n0, code.grain) if blockable else None
         if block is not None and block < code.n0 and not group.atomic:   # long: poll Ctrl-C
             body = interrupt.emit_blocked(self.module, self._name("blocks"), body, block,
                                           self.err_slot)
@@ -421,7 +426,8 @@ class SegmentEmitter:
             self.codes[id(step)] = (M, K, N, batch, kern.path, *desc)
             return
         self.codes[id(step)] = (M, K, N, batch, *desc)
-        rc = b.call(kern.fn, ptrs + extra)        # ERR_NOMEM: no memory for a packed B panel
+        rc = b.call(kern.fn, ptrs + extra + [self._err_cell(b, slots)])   # polls it; ERR_NOMEM:
+        # no memory for a packed B panel
         with b.if_then(b.icmp_signed("!=", rc, ir.Constant(I32, 0)), likely=False):
             b.atomic_rmw("or", self._err_cell(b, slots), rc, "monotonic")
 
@@ -436,21 +442,26 @@ class SegmentEmitter:
         rows = BLAS_BLOCK_ROWS if rows_kern is not None else matmul.tile_shape(dt, M, N)[0]
         if rows_kern is not None or \
                 (batch == 1 and 2 * M * K * N >= MATMUL_PARALLEL_FLOPS and M >= 2 * rows):
-            if rows_kern is None:
+            tiled = rows_kern is None
+            if tiled:
                 hook = None if epi is None else emitter(epi, dt, 5)
                 rows_kern = matmul.emit_matmul_rows(module, name, dt, M, K, N,
                                                     a_strides=a_st, b_strides=b_st,
-                                                    epilogue=hook, extra_args=[PTR] * n_extra)
+                                                    epilogue=hook, extra_args=[PTR] * n_extra,
+                                                    poll=interrupt.Poller)
             # blocks depend on M only, never on the thread count: same sums for any count
             block = rows * max(1, round(M / rows / MATMUL_BLOCKS))
-            chunk = matmul.emit_rows_chunk(module, name + "_chunk", rows_kern, n_extra, M, block)
+            chunk = matmul.emit_rows_chunk(module, name + "_chunk", rows_kern, n_extra, M, block,
+                                           poll=interrupt.Poller, kernel_polls=tiled)
             return _MatmulKernel(chunk, name, path, -(-M // block))
         hook = None if epi is None else emitter(epi, dt, 3)
         kern = matmul.emit_matmul(module, name, dt, M, K, N, a_strides=a_st, b_strides=b_st,
-                                  epilogue=hook, extra_args=[PTR] * n_extra)
+                                  epilogue=hook, extra_args=[PTR] * n_extra,
+                                  poll=interrupt.Poller)
         if batch != 1 or a_bs or b_bs:
             assert epi is None, "epilogues are planned for unbatched products only"
-            kern = matmul.emit_batched(module, name + "_b", kern, dt, batch, a_bs, b_bs, M * N)
+            kern = matmul.emit_batched(module, name + "_b", kern, dt, batch, a_bs, b_bs, M * N,
+                                       polls=True)
         return _MatmulKernel(kern, name, None, 0)
 
     def _err_cell(self, b, slots):

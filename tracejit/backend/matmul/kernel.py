@@ -133,6 +133,7 @@ class _Kernel:
         self.K = K
         self.sa, self.sb, self.sc = a_strides, b_strides, c_strides
         self.epilogue, self.accumulate = epilogue, accumulate
+        self.poller = None        # ``poll(b, module, cell)`` of the caller: see ``check``
         self.align = self.dtype.itemsize if self.dtype.kind != "c" else self.dtype.itemsize // 2
         self.zero = ir.Constant(self.V, None)
         m = b.module
@@ -146,6 +147,21 @@ class _Kernel:
                                  ir.FunctionType(self.V, [PTR, mty, self.V]))
         self.mstore_fn = _declare(m, f"llvm.masked.store.{sfx}.p0",
                                   ir.FunctionType(ir.VoidType(), [self.V, PTR, mty]))
+
+    def check(self, cleanup=None):
+        """Between two column panels (or complex rows): stop the kernel, returning 0, when the
+        caller's poller says so (Ctrl-C, or an error another thread of the call set: the
+        call raises anyway); ``cleanup()`` (freeing a packed panel) runs first. No-op without a
+        poller, so kernels emitted without one are unchanged."""
+        if self.poller is None:
+            return
+        b = self.b
+        stop = b.function.append_basic_block("mm.stop")
+        self.poller.check(b, stop)
+        with b.goto_block(stop):
+            if cleanup is not None:
+                cleanup()
+            b.ret(ir.Constant(I32, 0))
 
     # -- arithmetic --------------------------------------------------------------------------
     def fma(self, x, y, acc):
@@ -344,6 +360,7 @@ def _emit_tiled(kn, A, B, C, M, N, row_start, row_end):
                 b.ret(ir.Constant(I32, ERR_NOMEM))   # nothing allocated, nothing written yet
 
     def panel(col0, nvec, ncols):
+        kn.check(None if free is None else lambda: b.call(free, [buf]))
         widths = [min(vl, ncols - v * vl) for v in range(nvec)]
         src = _BPanel(kn, B, col0, buf, nvec * vl)
         src.masks = [kn.mask(w) for w in widths]
@@ -455,6 +472,8 @@ def _emit_complex(kn, A, B, C, N, row_start, row_end):
         return b.load(p, typ=T), b.load(kn.ptr(p, 1), typ=T)
 
     def row(i, _):
+        kn.check()
+
         def col(j, _):
             if kn.accumulate:
                 init = list(cload(C, kn.idx((i, kn.sc[0]), (j, kn.sc[1]))))

@@ -54,7 +54,7 @@ def _make_function(module, name, extra):
 
 
 def _emit_body(fn, operands, dtype, M, K, N, a_strides, b_strides, c_strides, epilogue, accumulate,
-               row_start, row_end):
+               row_start, row_end, poll=None):
     dtype = np.dtype(dtype)
     if dtype not in _SCALAR:
         raise TypeError(f"tracejit matmul: unsupported dtype {dtype}")
@@ -63,6 +63,8 @@ def _emit_body(fn, operands, dtype, M, K, N, a_strides, b_strides, c_strides, ep
     c_strides = tuple(c_strides) if c_strides is not None else (N, 1)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     kn = _Kernel(b, dtype, K, tuple(a_strides), tuple(b_strides), c_strides, epilogue, accumulate)
+    if poll is not None:                 # the error cell is the last argument
+        kn.poller = poll(b, fn.module, fn.args[-1])
     A, B, C = operands
     if M and N:
         if dtype.kind == "c":
@@ -94,7 +96,7 @@ def _emit_body(fn, operands, dtype, M, K, N, a_strides, b_strides, c_strides, ep
 
 
 def emit_matmul(module, name, dtype, M, K, N, *, a_strides, b_strides, c_strides=None,
-                epilogue=None, accumulate=False, extra_args=()):
+                epilogue=None, accumulate=False, extra_args=(), poll=None):
     """Emit ``i32 @name(ptr A, ptr B, ptr C, <extra_args>...)``: C[M,N] = A[M,K] @ B[K,N];
     returns 0, or ERR_NOMEM when a packed B panel could not be allocated (module docstring).
 
@@ -121,14 +123,19 @@ def emit_matmul(module, name, dtype, M, K, N, *, a_strides, b_strides, c_strides
     through a masked load, reading pointers passed as ``extra_args`` via
     ``builder.function.args[3:]``).  It is emitted several times (once per tile variant and
     tile position), so it must not create functions or globals with fixed names.
+
+    ``poll`` (``emit.interrupt.Poller``, passed in: this package does not import the emitters)
+    adds a last argument, the call's error cell, polled before each column panel (complex:
+    each row): on Ctrl-C or an error already in the cell the kernel returns 0 early, C
+    partly written (the call raises). Without it, the kernel is the same code as before.
     """
-    fn = _make_function(module, name, extra_args)
+    fn = _make_function(module, name, list(extra_args) + ([PTR] if poll else []))
     return _emit_body(fn, fn.args[:3], dtype, M, K, N, a_strides, b_strides, c_strides, epilogue,
-                      accumulate, 0, M)
+                      accumulate, 0, M, poll)
 
 
 def emit_matmul_rows(module, name, dtype, M, K, N, *, a_strides, b_strides, c_strides=None,
-                     epilogue=None, accumulate=False, extra_args=()):
+                     epilogue=None, accumulate=False, extra_args=(), poll=None):
     """Emit ``i32 @name(ptr A, ptr B, ptr C, i64 row_start, i64 row_end, <extra_args>...)``.
 
     Same product and contract as :func:`emit_matmul` but only rows ``[row_start, row_end)`` of C
@@ -137,10 +144,10 @@ def emit_matmul_rows(module, name, dtype, M, K, N, *, a_strides, b_strides, c_st
     ``tile_shape(dtype, M, N)[0]`` avoids extra remainder tiles.  Threads may run disjoint row
     ranges concurrently (the kernel has no shared state; a Bᵀ panel buffer is per call).
     """
-    fn = _make_function(module, name, [I64, I64] + list(extra_args))
+    fn = _make_function(module, name, [I64, I64] + list(extra_args) + ([PTR] if poll else []))
     fn.args[3].name, fn.args[4].name = "row_start", "row_end"
     return _emit_body(fn, fn.args[:3], dtype, M, K, N, a_strides, b_strides, c_strides, epilogue,
-                      accumulate, fn.args[3], fn.args[4])
+                      accumulate, fn.args[3], fn.args[4], poll)
 
 
 def emit_matvec(module, name, dtype, M, K, *, a_strides, x_stride=1, y_stride=1,
@@ -181,7 +188,7 @@ def emit_vecmat(module, name, dtype, K, N, *, b_strides, x_stride=1, y_stride=1,
 
 
 def emit_batched(module, name, kernel, dtype, batch, a_batch_stride, b_batch_stride,
-                 c_batch_stride):
+                 c_batch_stride, polls=False):
     """Emit ``i32 @name(ptr A, ptr B, ptr C)`` running ``kernel`` once per batch element (the
     first non-zero code it returns stops the batch and is returned).
 
@@ -190,8 +197,10 @@ def emit_batched(module, name, kernel, dtype, batch, a_batch_stride, b_batch_str
     This is the whole batching story: the 2-D kernel never sees batch dimensions, so callers with
     several batch dims either flatten them into one stride or loop themselves with offset
     pointers.  The kernel is called (not inlined by force); LLVM inlines it when profitable.
+    ``polls``: ``kernel`` was emitted with a ``poll`` (its last argument is the error cell),
+    and so is this function's; the cell is passed on.
     """
-    fn = _make_function(module, name, ())
+    fn = _make_function(module, name, [PTR] if polls else ())
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     size = np.dtype(dtype).itemsize
     i8 = ir.IntType(8)
@@ -199,7 +208,7 @@ def emit_batched(module, name, kernel, dtype, batch, a_batch_stride, b_batch_str
     def one(i, _):
         ptrs = [b.gep(p, [b.mul(i, _i64(st * size))], source_etype=i8)
                 for p, st in zip(fn.args[:3], (a_batch_stride, b_batch_stride, c_batch_stride))]
-        rc = b.call(kernel, ptrs)
+        rc = b.call(kernel, ptrs + list(fn.args[3:]))
         with b.if_then(b.icmp_signed("!=", rc, ir.Constant(I32, 0)), likely=False):
             b.ret(rc)
     _loop(b, 0, batch, one, name="batch")
@@ -207,7 +216,8 @@ def emit_batched(module, name, kernel, dtype, batch, a_batch_stride, b_batch_str
     return fn
 
 
-def emit_rows_chunk(module, name, rows_kernel, n_extra, M, block):
+def emit_rows_chunk(module, name, rows_kernel, n_extra, M, block, poll=None,
+                    kernel_polls=False):
     """Emit ``void @name(ptr ctx, i64, i64)``: rows of C in blocks taken from a shared counter.
 
     ``ctx`` points to ``3 + n_extra`` pointers ``{A, B, C, extra...}`` followed by a pointer to
@@ -221,6 +231,10 @@ def emit_rows_chunk(module, name, rows_kernel, n_extra, M, block):
     finishing last on a static half, which made 2 threads as slow as 1. Each element's sum is
     the kernel's fixed k-order whatever the split, so results do not depend on the thread count;
     ``block`` should be a multiple of ``tile_shape(dtype, M, N)[0]`` (no extra remainder tiles).
+    With ``poll`` (``emit.interrupt.Poller``) each take is polled first: Ctrl-C, or an error a
+    block of another thread set (its panel malloc failed), stops every thread at its next block
+    instead of computing the rest of a product whose call raises. ``kernel_polls``: the rows
+    kernel takes the cell as its last argument (``emit_matmul_rows(poll=...)``).
     """
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, I64, I64]), name)
     fn.linkage = "internal"
@@ -230,15 +244,18 @@ def emit_rows_chunk(module, name, rows_kernel, n_extra, M, block):
     counter = b.load(b.gep(ctx, [_i64(3 + n_extra)], source_etype=PTR), typ=PTR)
     cell = b.load(b.gep(ctx, [_i64(4 + n_extra)], source_etype=PTR), typ=PTR)
     loop, body, done = (fn.append_basic_block(n) for n in ("take", "rows", "done"))
+    poller = None if poll is None else poll(b, module, cell)
     b.branch(loop)
     b.position_at_end(loop)
+    if poller is not None:
+        poller.check(b, done)
     k = b.atomic_rmw("add", counter, _i64(1), "monotonic")
     lo = b.mul(k, _i64(block))
     b.cbranch(b.icmp_signed("<", lo, _i64(M)), body, done)
     b.position_at_end(body)
     hi = b.add(lo, _i64(block))
     hi = b.select(b.icmp_signed("<", hi, _i64(M)), hi, _i64(M))
-    rc = b.call(rows_kernel, ops[:3] + [lo, hi] + ops[3:])
+    rc = b.call(rows_kernel, ops[:3] + [lo, hi] + ops[3:] + ([cell] if kernel_polls else []))
     if rc.type == I32:
         failed = fn.append_basic_block("failed")
         b.cbranch(b.icmp_signed("!=", rc, ir.Constant(I32, 0)), failed, loop)

@@ -25,7 +25,9 @@ in CPython 3.11 a Python subclass of a vectorcall type loses ``Py_TPFLAGS_HAVE_V
 inherited only by immutable types), so its calls would go through ``tp_call`` and build a tuple.
 Such subclasses still work, just slower.
 
-Table order: most recently added first; when full, the oldest entry is evicted.
+Table order: most recently added first; when full, the oldest entry is evicted, and an entry
+added again is moved first (the caller, ``api.Traced``, adds an evicted signature's entry again
+when it is called again: least recently used).
 """
 from __future__ import annotations
 
@@ -189,21 +191,33 @@ class DispatchMethods:
         self._tj_fallback = fallback
         self._tj_keep = []
 
-    def add_specialization(self, entry, keepalive=None):
-        """Put ``entry`` (an address from ``pyabi.build_entry``) first in the table; evict the
-        oldest when there are already MAX_SPECIALIZATIONS. ``keepalive`` lives as long as the
-        entry stays in the table, and so does the entry's output cache."""
+    def add_specialization(self, entry, keepalive=None) -> list:
+        """Put ``entry`` (an address from ``pyabi.build_entry``) first in the table: moved
+        there, with its output cache, when it is already in it (a least-recently-added table
+        becomes least-recently-used when callers re-add an entry that is hot again); else
+        added, evicting the oldest when there are already MAX_SPECIALIZATIONS. ``keepalive``
+        lives as long as the entry stays in the table, and so does the entry's output cache.
+        Returns the keepalives of the evicted entries (their owners may add them again)."""
         if not isinstance(entry, int) or entry in (0, NOMATCH):
             raise TypeError(f"entry must be a native entry address, got {entry!r}")
         _check_native(self)
-        cache = _new_cache(pyabi_reuse.cache_length(entry))     # before anything changes
         table = (ctypes.c_void_p * MAX_SPECIALIZATIONS).from_address(id(self) + OFF_TABLE)
         caches = (ctypes.c_void_p * MAX_SPECIALIZATIONS).from_address(id(self) + OFF_CACHES)
         nspec = ctypes.c_int64.from_address(id(self) + OFF_NSPEC)
         keep = self._tj_keep
+        present = table[:nspec.value]
+        if entry in present:         # (the GIL is held throughout: no call sees the move)
+            k = present.index(entry)
+            cache = caches[k]
+            table[1:k + 1], caches[1:k + 1] = table[0:k], caches[0:k]
+            table[0], caches[0] = entry, cache
+            keep.insert(0, keep.pop(k))
+            return []
+        cache = _new_cache(pyabi_reuse.cache_length(entry))     # before anything changes
         n = min(nspec.value, MAX_SPECIALIZATIONS - 1)
         # Shrink first so a concurrent call (GIL held by us, so none) never sees a half table.
         nspec.value = n
+        dropped = keep[n:]
         del keep[n:]
         evicted = caches[n:]
         caches[n:] = [None] * (MAX_SPECIALIZATIONS - n)
@@ -214,6 +228,7 @@ class DispatchMethods:
         keep.insert(0, keepalive)
         nspec.value = n + 1
         _release(evicted)           # last: freeing arrays may run Python code
+        return dropped
 
     def clear_specializations(self):
         """Empty the table: every call goes to the fallback until specialisations are added."""
@@ -317,10 +332,17 @@ class PyDispatch:
     def __init__(self, fallback):
         self._tj_fallback, self._tj_keep, self._tj_entries = fallback, [], []
 
-    def add_specialization(self, entry, keepalive=None):
+    def add_specialization(self, entry, keepalive=None) -> list:
+        if entry in self._tj_entries:                 # moved first (see DispatchMethods)
+            k = self._tj_entries.index(entry)
+            self._tj_entries.insert(0, self._tj_entries.pop(k))
+            self._tj_keep.insert(0, self._tj_keep.pop(k))
+            return []
         self._tj_entries.insert(0, entry)
         self._tj_keep.insert(0, keepalive)
+        dropped = self._tj_keep[MAX_SPECIALIZATIONS:]
         del self._tj_entries[MAX_SPECIALIZATIONS:], self._tj_keep[MAX_SPECIALIZATIONS:]
+        return dropped
 
     def clear_specializations(self):
         self._tj_entries, self._tj_keep = [], []
