@@ -210,7 +210,13 @@ class SegmentEmitter:
             fn = module.globals[name]
             if isinstance(fn, ir.Function) and fn.blocks and name.startswith(mine):
                 module.globals[name] = _Printed(str(fn))
+                for blk in fn.blocks:         # no cycles left: freed now, not by a full
+                    for ins in blk.instructions:   # collection (deferred while compiling)
+                        if isinstance(ins, ir.PhiInstr):
+                            ins.incomings = []
+                    blk.instructions, blk.terminator = [], None
                 fn.blocks = []
+                fn.scope = type(fn.scope)()
 
     def _steps(self, b, slots, items, emit_one, done):
         """``emit_one(b, slots, item)`` for each item; a failed one (error bits set, or an
