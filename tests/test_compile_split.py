@@ -203,3 +203,61 @@ def test_error_in_a_later_part_stops_the_call(monkeypatch):
     with pytest.raises(ValueError, match="negative integer powers"):
         f(x, 3, -1)
     assert f(x, 3, 2)[1] == ok[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# a large plan's loops are emitted once, not unrolled (loops.UNROLL_EQNS)
+
+def _elementwise_programs():
+    """(function, args): tails under lane masks, broadcast and strided operands, f32, ints,
+    complex, a gather, reductions over kept and reduced inner dims."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((6, 37))
+    y32 = rng.standard_normal((5, 13)).astype(np.float32)
+    row = rng.standard_normal(13).astype(np.float32)
+    ints = rng.integers(-50, 50, (4, 19)).astype(np.int32)
+    z = rng.standard_normal(23) + 1j * rng.standard_normal(23)
+    idx = rng.integers(0, 37, 29)
+
+    def chain(x):
+        y = x
+        for k in range(6):
+            y = np.tanh(y) * 0.75 + np.exp(-y * y) - 0.125 * k
+        return y, y.T * 2.0 + 1.0, np.where(y > 0.1, y, np.sin(y))
+
+    return [(chain, (x,)),
+            (lambda a, r: (np.cos(a * r) + a.T.T / (1.5 + r * r), np.maximum(a, r)), (y32, row)),
+            (lambda a: (a * 3 - (a >> 1) + a % 7, np.abs(a) ^ 5), (ints,)),
+            (lambda c: (c * np.conj(c) + 2j * c, np.exp(c) * 0.5), (z,)),
+            (lambda x, i: np.sin(x[0][i]) * x[1][i] + 1.0, (x, idx)),
+            (lambda x: (np.sum(np.sin(x), axis=0), np.max(x * x, axis=0), np.sum(x, axis=1)),
+             (x,))]
+
+
+def _results():
+    out = []
+    for f, args in _elementwise_programs():
+        r = tj.jit(f)(*args)
+        out.append([np.asarray(a) for a in (r if isinstance(r, tuple) else (r,))])
+    return out
+
+
+def test_large_plan_loops_not_unrolled_bit_identical(monkeypatch):
+    from tracejit.backend.emit import loops
+    f, (x,) = _elementwise_programs()[0]
+    assert " x4" in tj.jit(f).lower(x).executable.describe()
+    unrolled = _results()
+    monkeypatch.setattr(loops, "UNROLL_EQNS", 0)       # every plan counts as large
+    described = tj.jit(f).lower(x).executable.describe()
+    assert " x4" not in described and " x1" in described, described
+    once = _results()
+    for (f, args), ref, got in zip(_elementwise_programs(), unrolled, once):
+        for a, b in zip(ref, got):
+            assert a.dtype == b.dtype and a.shape == b.shape
+            assert a.tobytes() == b.tobytes(), f
+    # and the results are NumPy's (the programs are not all the same by construction)
+    for (f, args), got in zip(_elementwise_programs(), once):
+        ref = f(*args)
+        for a, b in zip(ref if isinstance(ref, tuple) else (ref,), got):
+            np.testing.assert_allclose(b, a, rtol=2e-6 if b.dtype == np.float32 else 1e-12,
+                                       atol=1e-6 if b.dtype == np.float32 else 1e-12)

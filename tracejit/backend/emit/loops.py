@@ -5,11 +5,13 @@ Layout of the generated code:
   when every memory access (leaf loads, stores, reduction outputs) stays affine across them;
 - dims 0..k-2 are scalar loops; the innermost dim is explicit vector code of ``VL`` lanes
   (``VL = vector bytes / widest itemsize in the group``, max 16), interleaved ``U`` times in
-  program order (each equation emitted for u = 0..U-1 before the next). When the inner extent
+  program order (each equation emitted for u = 0..U-1 before the next; ``U`` = 1 outside
+  reductions in a plan of more than ``UNROLL_EQNS`` loop equations). When the inner extent
   is not a multiple of ``U*VL``, the whole steps run unmasked and the last one under lane masks
   (``llvm.masked.load/store``; strided operands use masked gather/scatter), a second copy of the
-  body; a long body in the first tier is emitted once, every vector masked (``_split_tail``).
-  The range [start, end) is over collapsed dim 0 (the only dim when k == 1)
+  body; a long body, or any body of such a large plan, in the first tier is emitted once, every
+  vector masked (``_split_tail``). The range [start, end) is over collapsed dim 0 (the only dim
+  when k == 1)
   and, when k == 1, starts at a multiple of the grain ``U*VL``;
 - loads of operands whose innermost stride is 0 are hoisted out of the inner loop and splat;
 - a body of float arithmetic and math calls has its constants and callees computed in the entry
@@ -37,7 +39,7 @@ from llvmlite import ir
 from ...ir import Literal
 from ..matmul.kernel import vector_bytes
 from ..plan.lowering import COST
-from ..plan.steps import ARG_PRIMS
+from ..plan.steps import ARG_PRIMS, LoopGroup
 from . import ops
 from .complex import CEMIT
 from .memory import MemoryOps, _real, add_index, identity
@@ -48,6 +50,11 @@ PTR = ir.PointerType()
 PARALLEL_NS = 50_000          # estimated work above which a loop is split across threads
 CHUNKS = 16                   # fixed chunks of a parallel reduction over the outermost dim
 SPLIT_TAIL_EQNS = 24          # bodies up to this long get an unmasked main loop in every tier
+# A plan with more fused-loop equations than this emits each once (no unrolled copies, no split
+# tail in the first tier) outside reductions: every copy costs emission, printing and code
+# generation, which dominate the first call of a large graph (a 10^4-op random graph: 4.9 ->
+# 3.0 s of emission), while its many small loops gain little from unrolling
+UNROLL_EQNS = 2048
 
 
 def _map(fn, *vals):
@@ -142,8 +149,9 @@ def _for(b, lo, hi, step, body, name):
 
 
 class _Emitter(MemoryOps):
-    def __init__(self, module, name, group, plan, slot_of, namer, err_slot=0):
+    def __init__(self, module, name, group, plan, slot_of, namer, err_slot=0, unroll_max=4):
         self.module, self.group, self.plan = module, group, plan
+        self.unroll_max = unroll_max
         self.err_slot = err_slot
         self.slot_of, self.namer = slot_of, namer
         self.fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, I64, I64]), name)
@@ -249,11 +257,18 @@ class _Emitter(MemoryOps):
         b = self.b
         inits = [(e.outvars[0], _identity(e.prim.name, e.outvars[0].ty.dtype)) for e in g.sinks
                  if e.prim.name not in ARG_PRIMS]
+        bases, ptrs = {}, {}      # a slot read and written (leaf and store) is loaded once
         for a in accesses:
-            base = b.load(b.gep(self.fn.args[0], [_i64(a.slot)], source_etype=PTR), typ=PTR)
-            scale = 2 if a.dtype.kind == "c" else 1
-            a.ptr = b.gep(base, [_i64(a.view.offset * scale)],
-                          source_etype=mem_type(_real(a.dtype))) if a.view.offset else base
+            base = bases.get(a.slot)
+            if base is None:
+                base = bases[a.slot] = b.load(b.gep(self.fn.args[0], [_i64(a.slot)],
+                                                    source_etype=PTR), typ=PTR)
+            off = a.view.offset * (2 if a.dtype.kind == "c" else 1)
+            key = (a.slot, off, _real(a.dtype))
+            if key not in ptrs:
+                ptrs[key] = b.gep(base, [_i64(off)], source_etype=mem_type(_real(a.dtype))) \
+                    if off else base
+            a.ptr = ptrs[key]
         if size == 0:
             b.ret_void()
             return GroupCode(self.fn, 0, 1, False, inits, 1, 1, ext)
@@ -270,6 +285,8 @@ class _Emitter(MemoryOps):
         nops = len(g.eqns) + len(g.stores) + len(g.sinks)
         self.unroll = 4 if inner >= 4 * self.vl and nops <= 400 else \
             (2 if inner >= 2 * self.vl else 1)
+        if not any(r[-1] for r in reds):        # (reductions keep their order: see above)
+            self.unroll = min(self.unroll, self.unroll_max)
         self.cx = OpContext(b, self.vl, hoist=self._fast_isel_ok())
         self._nest(ext, 0, [_i64(0)] * len(accesses))
         b.ret_void()
@@ -319,8 +336,10 @@ class _Emitter(MemoryOps):
         under its lane mask. Masked loads and stores are about as fast as plain ones with
         AVX-512 but several times slower with AVX2 (``vmaskmov``: 4.5x on a stencil-sized
         loop), so the split pays wherever the body is short or the kernel is hot; a second copy
-        of a long chain would double the first tier's emission and codegen time."""
-        return ops.is_hot(self.b.module) or len(self.group.eqns) <= SPLIT_TAIL_EQNS
+        of a long chain, or of every body of a large plan, would double the first tier's
+        emission and codegen time."""
+        return ops.is_hot(self.b.module) or \
+            (len(self.group.eqns) <= SPLIT_TAIL_EQNS and self.unroll_max > 1)
 
     def _cost(self):
         c = sum(COST.get(e.prim.name, 0.05) for e in self.group.eqns)
@@ -518,8 +537,19 @@ class _Emitter(MemoryOps):
                     self._vec_store(a, off, at[u], comb(cx, e, old, val(e.invars[0], u)), mask[u])
 
 
-def emit_group(module, name, group, plan, slot_of, namer=None, err_slot=0) -> GroupCode:
+def unroll_limit(plan) -> int:
+    """The most copies of a loop body (``U``) the groups of ``plan`` may interleave: 1 when the
+    plan has more than ``UNROLL_EQNS`` fused-loop equations (a function of the plan only, so
+    both tiers emit the same loops)."""
+    n = sum(len(s.eqns) + len(s.stores) + len(s.sinks) for s in plan.steps
+            if isinstance(s, LoopGroup))
+    return 4 if n <= UNROLL_EQNS else 1
+
+
+def emit_group(module, name, group, plan, slot_of, namer=None, err_slot=0,
+               unroll_max=4) -> GroupCode:
     """Emit ``group``'s loop nest into ``module`` (see the module docstring). ``err_slot``: the
-    slot holding a pointer to the i32 error cell (set to ``ERR_INDEX`` by a failed gather).
-    (A ``RowMatvecGroup`` has its own emitter, ``rowfuse.emit_rowmv``.)"""
-    return _Emitter(module, name, group, plan, slot_of, namer, err_slot).emit()
+    slot holding a pointer to the i32 error cell (set to ``ERR_INDEX`` by a failed gather);
+    ``unroll_max``: ``unroll_limit(plan)``. (A ``RowMatvecGroup`` has its own emitter,
+    ``rowfuse.emit_rowmv``.)"""
+    return _Emitter(module, name, group, plan, slot_of, namer, err_slot, unroll_max).emit()

@@ -39,7 +39,7 @@ from .fft import emit_fft
 from .sort import emit_sort
 from .lapack import emit_lapack
 from .linalg import emit_linalg
-from .loops import _combine, _for, emit_group
+from .loops import _combine, _for, emit_group, unroll_limit
 from .memory import _real, add_index, identity
 from .ops import I8, I32, I64, OpContext, mem_type, reg_type
 from .rowfuse import emit_rowmv
@@ -105,6 +105,20 @@ class _MatmulKernel(NamedTuple):
     nblocks: int
 
 
+class _Printed:
+    """A function definition already printed: its text stands in the module's globals, which
+    ``str(module)`` prints in order (so the module's text is the same), and the function's
+    instructions are freed (a 10^5-equation graph held ~0.6 GB of them, and as much again in
+    their cached strings, until the whole module was printed)."""
+    __slots__ = ("text",)
+
+    def __init__(self, text):
+        self.text = text
+
+    def __str__(self):
+        return self.text
+
+
 class SegmentEmitter:
     """Emits groups and matmuls into one module; ``segment(steps)`` makes one ``@seg``."""
 
@@ -119,6 +133,7 @@ class SegmentEmitter:
         self.codes = {}            # id(step) -> GroupCode | matmul info
         self.keepalive = []        # arrays whose addresses the module holds (sub-graph consts)
         self.has_matmul = False    # matmul kernels need the O1 pipeline; fused loops do not
+        self.unroll_max = None     # loops.unroll_limit(plan), computed at the first group
 
     def sub_emitter(self, plan, bp, prefix) -> "SegmentEmitter":
         """An emitter of a control step's sub-graph (``plan``, its buffer plan ``bp``) into the
@@ -151,8 +166,11 @@ class SegmentEmitter:
         if len(steps) <= SEGMENT_STEPS:
             self._steps(b, slots, steps, self._step, done)
         else:
-            parts = [self._part(steps[k:k + SEGMENT_STEPS])
-                     for k in range(0, len(steps), SEGMENT_STEPS)]
+            parts = []
+            for k in range(0, len(steps), SEGMENT_STEPS):
+                since = next(reversed(self.module.globals))
+                parts.append(self._part(steps[k:k + SEGMENT_STEPS]))
+                self._print_new(since)
             self._steps(b, slots, parts, lambda b, slots, part: b.call(part, [slots]), done)
         b.branch(done)
         b.position_at_end(done)
@@ -176,6 +194,30 @@ class SegmentEmitter:
         b.position_at_end(done)
         b.ret(b.load(self._err_cell(b, fn.args[0]), typ=I32))
         return fn
+
+    def _print_new(self, since):
+        """Print the functions this emitter defined after the global named ``since`` (a
+        finished part: its function and those of its steps) into ``_Printed`` stand-ins, and
+        free their bodies. Only names of this prefix: a shared helper (a math body, an
+        intrinsic) is looked up by name again later. A printed function stays callable (a
+        matmul kernel shared by later steps): calls need only its name and type."""
+        module, mine = self.module, self.prefix + "_"
+        new = []
+        for name in reversed(module.globals):
+            if name == since:
+                break
+            new.append(name)
+        for name in reversed(new):
+            fn = module.globals[name]
+            if isinstance(fn, ir.Function) and fn.blocks and name.startswith(mine):
+                module.globals[name] = _Printed(str(fn))
+                for blk in fn.blocks:         # no cycles left: freed now, not by a full
+                    for ins in blk.instructions:   # collection (deferred while compiling)
+                        if isinstance(ins, ir.PhiInstr):
+                            ins.incomings = []
+                    blk.instructions, blk.terminator = [], None
+                fn.blocks = []
+                fn.scope = type(fn.scope)()
 
     def _steps(self, b, slots, items, emit_one, done):
         """``emit_one(b, slots, item)`` for each item; a failed one (error bits set, or an
@@ -230,8 +272,10 @@ class SegmentEmitter:
             code = emit_rowmv(self.module, self._name("loop"), group, self.plan, self.slot_of,
                               self.namer)
         else:
+            if self.unroll_max is None:
+                self.unroll_max = unroll_limit(self.plan)
             code = emit_group(self.module, self._name("loop"), group, self.plan, self.slot_of,
-                              self.namer, self.err_slot)
+                              self.namer, self.err_slot, self.unroll_max)
         self.codes[id(group)] = code
         for var, ident in code.inits:
             self._fill(b, slots, var, ident)
