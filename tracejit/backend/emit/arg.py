@@ -16,7 +16,7 @@ from llvmlite import ir
 from ..abi import ERR_NOMEM
 from . import stacks
 from .loops import _for
-from .ops import I1, I8, I64, mem_type
+from .ops import I1, I64, mem_type, slot_pointer
 
 PTR = ir.PointerType()
 
@@ -42,10 +42,7 @@ def emit_arg(module, name, eqn, plan, slot_of, err_slot) -> ir.Function:
     vl = max(1, min(16, 64 // dt.itemsize))    # one 512-bit vector of values per step
 
     def slot_ptr(view):
-        p = b.load(b.gep(fn.args[0], [_i64(slot_of(view.base))], source_etype=PTR), typ=PTR)
-        if view.offset:
-            p = b.gep(p, [_i64(view.offset * view.dtype.itemsize)], source_etype=I8)
-        return p
+        return slot_pointer(b, fn.args[0], slot_of(view.base), view)
 
     src = slot_ptr(plan.view_of(x))
     out = slot_ptr(plan.view_of(eqn.outvars[0]))

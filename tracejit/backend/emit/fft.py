@@ -23,7 +23,7 @@ from llvmlite import ir
 
 from ..abi import ERR_NOMEM
 from . import fftlib, ffttables, stacks
-from .ops import I8, I64
+from .ops import I8, I64, slot_pointer
 
 PTR = ir.PointerType()
 
@@ -66,10 +66,7 @@ def emit_fft(module, name, eqn, plan, slot_of, err_slot) -> ir.Function:
 
     def slot_ptr(var):
         view = plan.view_of(var)
-        p = b.load(b.gep(fn.args[0], [_i64(slot_of(view.base))], source_etype=PTR), typ=PTR)
-        if view.offset:
-            p = b.gep(p, [_i64(view.offset * view.dtype.itemsize)], source_etype=I8)
-        return p
+        return slot_pointer(b, fn.args[0], slot_of(view.base), view)
 
     if int(np.prod(x.ty.shape, dtype=np.int64)) == 0:
         b.ret_void()                    # nothing to transform (transformed axes are never 0)

@@ -84,6 +84,16 @@ class Splat(ir.Constant):
 _TRUE = ir.Constant(ir.IntType(1), 1)
 
 
+def slot_pointer(b: ir.IRBuilder, slots, index: int, view):
+    """The address of ``view``'s first element: the pointer in slot ``index`` of the slot array
+    ``slots`` (the plan's buffer of ``view.base``) plus its element offset."""
+    ptr = ir.PointerType()
+    p = b.load(b.gep(slots, [ir.Constant(I64, index)], source_etype=ptr), typ=ptr)
+    if view.offset:
+        p = b.gep(p, [ir.Constant(I64, view.offset * view.dtype.itemsize)], source_etype=I8)
+    return p
+
+
 def is_hot(module: ir.Module) -> bool:
     """Whether ``module`` is being emitted for the hot tier (see ``OpContext``)."""
     return getattr(module, "hot_tier", False)

@@ -41,7 +41,7 @@ from .lapack import emit_lapack
 from .linalg import emit_linalg
 from .loops import _combine, _for, emit_group, unroll_limit
 from .memory import _real, add_index, identity
-from .ops import I8, I32, I64, OpContext, mem_type, reg_type
+from .ops import I8, I32, I64, OpContext, mem_type, reg_type, slot_pointer
 from .rowfuse import emit_rowmv
 from .scan import emit_scan
 from .scatter import emit_scatter
@@ -146,10 +146,7 @@ class SegmentEmitter:
         return f"{self.prefix}_{kind}{self.count}"
 
     def _slot_ptr(self, b, slots, view):
-        base = b.load(b.gep(slots, [_i64(self.slot_of(view.base))], source_etype=PTR), typ=PTR)
-        if view.offset:
-            base = b.gep(base, [_i64(view.offset * view.dtype.itemsize)], source_etype=I8)
-        return base
+        return slot_pointer(b, slots, self.slot_of(view.base), view)
 
     def segment(self, steps, owned=()) -> ir.Function:
         """``i32 @seg(ptr slots)`` running ``steps``; it owns the stacks whose descriptors are
