@@ -144,3 +144,58 @@ def test_inspection_shows_the_aliased_signature():
     assert f.lower(a, a) is f.lower(a, a)          # cached: the entry the call then uses
     assert f(a, a) == want and f.cache_info().traces == 2
     np.testing.assert_array_equal(a, b)
+
+
+def _writes_first(x, y):
+    x[1:] += 2.0 * x[:-1]
+    return (y * y).sum()
+
+
+def _reads_both(x, y):
+    return (x * np.sin(y)).sum()
+
+
+TRANSFORMS = {
+    "grad": lambda f, x, y: tj.grad(f, argnums=(0, 1))(x, y),
+    "value_and_grad": lambda f, x, y: tj.value_and_grad(f)(x, y)[0],
+    "jvp": lambda f, x, y: tj.jvp(f, (x, y), (np.ones_like(x), np.ones_like(y)))[0],
+    "vjp": lambda f, x, y: tj.vjp(f, x, y)[0],
+    "vmap": lambda f, x, y: tj.vmap(f)(x[None], y[None])[0],
+    "traced grad": lambda f, x, y: tj.trace(tj.grad(f))(x, y),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", TRANSFORMS)
+def test_transform_of_a_writer_refuses_shared_memory(backend, name):
+    """A transform runs the function on its own copies of the arguments: with arguments that
+    share memory and a function that writes into one, NumPy's answer (the write seen through
+    the other) is not what the copies give, so the call is refused (regression: it silently
+    returned f(a.copy(), a.copy())). Disjoint arguments, and readers, are unaffected."""
+    run = TRANSFORMS[name]
+    with _backend(backend):
+        a = np.linspace(0.5, 1.5, 5)
+        for _ in range(2):                      # the cached (maybe native) path too
+            buf = a.copy()
+            with pytest.raises(tj.InputError, match="share memory"):
+                run(_writes_first, buf, buf)
+            np.testing.assert_array_equal(buf, a)        # nothing ran
+        x, y = a.copy(), a.copy()
+        run(_writes_first, x, y)                          # disjoint: fine
+        buf = a.copy()
+        got = run(_reads_both, buf, buf)                  # a reader of shared memory: fine
+        want = run(_reads_both, a.copy(), a.copy())
+        for g, w in zip(np.atleast_1d(got) if not isinstance(got, tuple) else got,
+                        np.atleast_1d(want) if not isinstance(want, tuple) else want):
+            np.testing.assert_allclose(g, w, rtol=1e-14)
+
+
+class _backend:
+    def __init__(self, backend):
+        self.backend, self.saved = backend, None
+
+    def __enter__(self):
+        self.saved, tj.config.backend = tj.config.backend, self.backend
+
+    def __exit__(self, *exc):
+        tj.config.backend = self.saved

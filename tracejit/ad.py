@@ -54,7 +54,8 @@ from .api import _compile
 from .signature import leaf_type
 from .bugreport import compiler_stage
 from .config import config
-from .core import Tracer, current_builder, eval_graph, literal_value, make_graph
+from .core import Tracer, current_builder, eval_graph, literal_value, make_graph, \
+    note_argument_writes, refuse_shared_memory
 from .errors import ConcretizationError, InputError
 from .ir import Type
 from .passes import rolled_primal, simplify
@@ -73,10 +74,14 @@ class _Staged:
 
     def __init__(self, fun, leaves, in_tree, has_aux=False):
         self.in_types = [leaf_type(x, f"argument {i}") for i, x in enumerate(leaves)]
+        self.writes_arguments = False
         box = []
 
         def flat(*tracers):
+            before = [t.irvar for t in tracers]
             out = autograph.call(fun, *tree.unflatten(in_tree, list(tracers)))
+            if note_argument_writes(tracers, before):
+                self.writes_arguments = True
             if has_aux:
                 if not (isinstance(out, (tuple, list)) and len(out) == 2):
                     raise InputError("has_aux=True requires the function to return a pair "
@@ -176,6 +181,8 @@ def _stage(fun, args, has_aux=False):
         staged = per_fun[key] = _Staged(fun, leaves, in_tree, has_aux)
         if staged.captured:
             del per_fun[key]
+    if staged.writes_arguments:
+        refuse_shared_memory(leaves)
     return staged, leaves
 
 

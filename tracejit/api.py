@@ -34,7 +34,7 @@ import numpy as np
 from . import autograph, forksafe, funkey, pickling, tree
 from .artifact import Artifact, ArtifactError, Entry, portable
 from .config import _on_code_change, config
-from .core import Tracer, current_builder, make_graph
+from .core import Tracer, current_builder, make_graph, refuse_shared_memory
 from .errors import (ConcretizationError, InputError, numpy_grid_from_tracer,
                      numpy_shape_from_tracer)
 from .ir import Graph
@@ -69,6 +69,8 @@ class Outputs(NamedTuple):
     arrays0d: frozenset = frozenset()    # positions of 0-d outputs NumPy returns as arrays
     values: frozenset = frozenset()      # Python-scalar argument leaves whose values it used
     aliases: tuple = ()                  # the signature's alias pattern (numpy/aliases.py)
+    inner_writes: bool = False           # a staged function wrote into its arguments (core.
+                                         # note_argument_writes): calls sharing memory refused
 
 
 class WriteBack:
@@ -190,6 +192,7 @@ class Compiled:
         self.arrays0d = out_tree.arrays0d
         self.value_leaves = out_tree.values   # valid only for those arguments' values
         self.alias_pattern = out_tree.aliases
+        self.inner_writes = getattr(out_tree, "inner_writes", False)
         if self.writes and self.alias_pattern:
             n = len(graph.invars) - len(self.alias_pattern)
             self.writes.members = {n + g: {leaf for leaf, _, _ in members}
@@ -233,7 +236,8 @@ class Compiled:
             leaves=tuple(w.leaves), n_out=w.n_out, aliases=tuple(w.aliases),
             contiguous=tuple(w.contiguous), names=tuple(w.names))
         outputs = dict(tree=self.out_tree, writes=writes, arrays0d=self.arrays0d,
-                       values=self.value_leaves, aliases=self.alias_pattern)
+                       values=self.value_leaves, aliases=self.alias_pattern,
+                       inner_writes=self.inner_writes)
         return Entry(variant, sig, self.backend, self.graph, outputs, self.range_facts,
                      self._sealed)
 
@@ -252,7 +256,7 @@ class Compiled:
             writes = WriteBack(list(w["leaves"]), w["n_out"], w["aliases"], w["contiguous"])
             writes.names = list(w["names"])
         out = Outputs(o["tree"], writes, frozenset(o["arrays0d"]), frozenset(o["values"]),
-                      tuple(o.get("aliases", ())))
+                      tuple(o.get("aliases", ())), bool(o.get("inner_writes", False)))
         compiled = cls(entry.graph, entry.graph, out, entry.backend, trusted)
         compiled.range_facts = frozenset(entry.range_facts)
         return compiled
@@ -263,7 +267,8 @@ class Compiled:
         from .backend.runtime import pyabi
         from .backend.runtime.executable import _raise
         if self.backend != "llvm" or not getattr(self.executable, "entry_ok", False) or \
-                self.range_facts or self.value_leaves or self.alias_pattern:
+                self.range_facts or self.value_leaves or self.alias_pattern or \
+                self.inner_writes:          # (the Python path checks the call's memory)
             return None
         # 0-d arrays NumPy returns as arrays: only the caller's own arrays (written, aliased)
         if self.arrays0d - {k for k, _ in (self.writes.aliases if self.writes else ())}:
@@ -471,7 +476,7 @@ class Traced:
             arrays0d = frozenset(k for k, o in enumerate(leaves) if isinstance(o, Tracer) and
                                  o.ndim == 0 and o.frozen is False)
             out_tree_box.append(Outputs(out_tree, writes, arrays0d, frozenset(builder.needed),
-                                        sig.aliases))
+                                        sig.aliases, builder.inner_argument_writes))
             if not writes:
                 return leaves
             # an output that is a written argument is the caller's array (write_back): the
@@ -578,6 +583,8 @@ class Traced:
             remember.append(learn)
         for learn in remember:
             learn()
+        if entry.inner_writes:
+            refuse_shared_memory(leaves)
         aliased = self._aliased(leaves, sig, entry.writes)
         if aliased is not sig:
             sig = aliased

@@ -25,7 +25,8 @@ from typing import Any, Callable
 import numpy as np
 
 from . import dtypes, forksafe
-from .errors import ConcretizationError, TracerError, UnsupportedError, user_location
+from .errors import ConcretizationError, InputError, TracerError, UnsupportedError, \
+    user_location
 from .ir import PRIMITIVES, Eqn, Graph, Literal, Type, Var
 
 
@@ -275,6 +276,37 @@ def _scipy_hint() -> str:
             f"arrays call tracejit.scipy.{part}'s instead (import tracejit.scipy.{part}). ")
 
 
+def note_argument_writes(tracers, before) -> bool:
+    """Whether a function a transform stages (grad, jvp, vmap: called inside the transform's
+    own trace) wrote into its arguments ``tracers``, whose variables were ``before``; if so,
+    every enclosing trace is told (``Builder.inner_argument_writes``). The transform runs the
+    function on arguments of its own, so memory the caller's arrays share is not shared
+    there: callers refuse such calls rather than compute something NumPy would not."""
+    if all(t.irvar is b for t, b in zip(tracers, before)):
+        return False
+    outer = _current.get()
+    outer = outer.parent if outer is not None else None
+    while outer is not None:
+        outer.inner_argument_writes = True
+        outer = outer.parent
+    return True
+
+
+def refuse_shared_memory(leaves) -> None:
+    """InputError when two array leaves of a call share memory, for a call of a transform (grad,
+    jvp, vmap...) of a function that writes into its arguments (``note_argument_writes``):
+    NumPy would show each write through the other names, the transform's copies do not."""
+    arrays = [(i, x) for i, x in enumerate(leaves) if isinstance(x, np.ndarray) and x.size]
+    for a, (i, x) in enumerate(arrays):
+        for j, y in arrays[a + 1:]:
+            if np.may_share_memory(x, y) and np.shares_memory(x, y):
+                raise InputError(
+                    f"arguments {i} and {j} share memory, and the function given to a "
+                    f"transform (grad, jvp, vmap...) writes into its arguments: the transform "
+                    f"works on its own copies of them, so a write would not be seen through the "
+                    f"other argument as NumPy shows it. Pass a copy (x.copy()) of one.")
+
+
 class Builder:
     """Collects equations of one trace. Outer tracers used inside become extra inputs."""
 
@@ -301,6 +333,9 @@ class Builder:
         # NumPy mutation bookkeeping (tracejit.numpy.mutation): whether a write happened, and
         # the roots whose memory layout decided whether a reshape was a view
         self.wrote = False
+        # a function staged inside this trace (by grad, jvp, vmap...) wrote into its own
+        # arguments: a call whose arrays share memory cannot be traced as NumPy would run it
+        self.inner_argument_writes = False
         self.arguments: set[int] = set()     # id() of the input tracers (the caller's arrays)
         self.layout_roots: set[int] = set()
         self.c_roots: set[int] = set()       # arrays created C-ordered whatever the arguments

@@ -14,7 +14,7 @@ from . import autograph, dtypes, pickling, tree
 from .api import _artifact_bytes, trace
 from .artifact import Artifact
 from .bugreport import compiler_stage
-from .core import Tracer, current_builder, make_graph, type_of
+from .core import Tracer, current_builder, make_graph, note_argument_writes, type_of
 from .errors import InputError
 from .ir import Type
 from .transforms.batching import batch_eval, move_batch, to_batched
@@ -82,7 +82,9 @@ def vmap(f, in_axes=0, out_axes=0):
         box = []
 
         def per_example(*xs):
+            before = [t.irvar for t in xs]
             out = autograph.call(f, *tree.unflatten(treedef, list(xs)))
+            note_argument_writes(xs, before)
             out_leaves, out_tree = tree.flatten(out)
             box.append(out_tree)
             return out_leaves
