@@ -618,3 +618,41 @@ def test_a_masked_write_of_one_element_of_the_same_array_is_not_refused():
             np.testing.assert_array_equal(got[1], want[1])
         x = np.array([0.5, -2.0, 3.0])
         np.testing.assert_array_equal(tj.jit(g, backend=backend)(x.copy()), g(x.copy()))
+
+
+def _writes(v, k):
+    v[k] = -k                                    # a basic index: NumPy checks it first
+
+
+def _writes_column(v, k):
+    v[0, k] = -1.0e30 * k                        # a traced float into uint64, a basic index
+
+
+def _writes_fancy(v, k):
+    v[np.array([k])] = -k                        # an advanced index: the value comes first
+
+
+@pytest.mark.parametrize("write", [_writes, _writes_column, _writes_fancy])
+@pytest.mark.parametrize("k", [5, -5, 1, -1, 0, 3])
+def test_an_out_of_range_index_and_value_raise_numpys_error(write, k):
+    """v[k] = -k into uint64 with k out of range: NumPy checks a basic index before it converts
+    the value (IndexError), an advanced index after (OverflowError); tracejit raised the value's
+    OverflowError first on both backends (fuzz 12101 #176: the value check ran before the
+    scatter's bounds check). The value's run-time checks now hold only where the index is in
+    bounds."""
+    def f(v, k):
+        write(v, k)
+        return v
+    want = None
+    try:
+        f(np.zeros((1, 4), np.uint64), k)
+    except (IndexError, OverflowError) as e:
+        want = type(e)
+    for backend in ("interpret", "llvm"):
+        v = np.zeros((1, 4), np.uint64)
+        if want is None:
+            np.testing.assert_array_equal(tj.jit(f, backend=backend)(v.copy(), k),
+                                          f(v.copy(), k))
+        else:
+            with pytest.raises(want):
+                tj.jit(f, backend=backend)(v, k)
