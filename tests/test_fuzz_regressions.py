@@ -656,3 +656,57 @@ def test_an_out_of_range_index_and_value_raise_numpys_error(write, k):
         else:
             with pytest.raises(want):
                 tj.jit(f, backend=backend)(v, k)
+
+
+@pytest.mark.parametrize("shape, axis", [((40,), 0), ((3, 37), 1), ((33, 2), 0), ((5, 64, 2), 1)])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_derivative_of_a_long_cumprod_is_an_associative_scan(shape, axis, reverse):
+    """cumprod's JVP over an axis longer than 16 was a sequential scan that the interpreter (the
+    oracle) ran step by step in Python: 72 s for grad of cumprod then cbrt over 10^5 elements
+    (fuzz 12004 #410). It is now a log-depth associative scan; exact with zeros (x[3] = 0)."""
+    from tracejit.ops.reductions import cumprod_p
+    rng = np.random.default_rng(7)
+    x = rng.uniform(0.5, 1.5, shape)
+    x.flat[3] = 0.0
+
+    def f(x):
+        return cumprod_p.bind(x, axis=axis, reverse=reverse)
+    want = np.flip(np.cumprod(np.flip(x, axis), axis), axis) if reverse else np.cumprod(x, axis)
+    np.testing.assert_allclose(tj.jit(f, backend="interpret")(x), want, rtol=1e-12)
+    tj.test_util.check_grads(f, (x,), order=2, modes=("fwd", "rev"))
+    t = rng.standard_normal(shape)
+    for backend in ("interpret", "llvm"):
+        _, dy = tj.jit(lambda x, t: tj.jvp(f, (x,), (t,)), backend=backend)(x, t)
+        fd = (f(x + 1e-6 * t) - f(x - 1e-6 * t)) / 2e-6
+        np.testing.assert_allclose(dy, fd, rtol=1e-6, atol=1e-8)
+
+
+def test_grad_of_cumprod_over_a_long_axis_is_fast_in_the_interpreter():
+    """The fuzz 12004 #410 program: one grad call in the interpreter took ~15 s; now ~0.03 s
+    of CPU (the bound leaves room for a loaded machine)."""
+    import time
+
+    def f(x):
+        return np.sum(np.abs(np.cbrt(np.cumprod(x))))
+    x = np.random.default_rng(0).uniform(0.5, 1.5, 100_000)
+    g = tj.jit(tj.grad(f), backend="interpret")
+    g(x)
+    t = time.process_time()
+    got = g(x)
+    assert time.process_time() - t < 1.5
+    np.testing.assert_allclose(got, tj.jit(tj.grad(f), backend="llvm")(x), rtol=1e-9)
+
+
+def test_grad_of_a_while_loop_inside_a_fori_loop_compiles():
+    """value_and_grad of fori_loop(while_loop(...)): the in-place planner sized the while's
+    tape (a stack of run-time length) while asking whether the fori_loop may write its carry in
+    place, a CompilerError (fuzz 12400 #1060); a body that may stop is now ruled out first."""
+    def f(a):
+        return np.sum(tj.fori_loop(0, 3, lambda i, u: tj.while_loop(
+            lambda c: c[0] < 1, lambda c: (c[0] + 1, c[1] * 0.9), (0, u))[1], a))
+    x = np.array([[0.5, -1.5]])
+    want = tj.jit(tj.value_and_grad(f), backend="interpret")(x)
+    got = tj.jit(tj.value_and_grad(f), backend="llvm")(x)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
+    np.testing.assert_allclose(want[1], np.full_like(x, 0.9 ** 3), rtol=1e-12)
