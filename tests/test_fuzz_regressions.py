@@ -710,3 +710,30 @@ def test_grad_of_a_while_loop_inside_a_fori_loop_compiles():
     np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
     np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
     np.testing.assert_allclose(want[1], np.full_like(x, 0.9 ** 3), rtol=1e-12)
+
+
+def test_x_to_the_power_one_is_a_new_array():
+    """v = a ** 1 returned the argument itself (integer_pow's n == 1 shortcut), so
+    np.fill_diagonal(v, 0.1) wrote into the caller's array (fuzz 12401 #508, both backends)."""
+    def f(a):
+        v = a ** 1
+        np.fill_diagonal(v, 0.1)
+        return np.cumsum(v, dtype=np.float64)
+    for backend in ("interpret", "llvm"):
+        a = np.arange(9, dtype=np.float32).reshape(3, 3)
+        got = tj.jit(f, backend=backend)(a)
+        np.testing.assert_array_equal(a, np.arange(9, dtype=np.float32).reshape(3, 3))
+        np.testing.assert_array_equal(got, f(a.copy()))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int8, np.uint16, np.bool_])
+@pytest.mark.parametrize("e", [1, 2, np.int64(1), np.int64(2), np.int8(2), np.int32(3)])
+def test_power_by_a_numpy_integer_promotes_the_base(dtype, e):
+    """x ** np.int64(2) of a float32 (int8) array is float64 (int64) in NumPy: a NumPy scalar
+    exponent is strong; the integer_pow shortcut kept the base's dtype."""
+    x = (np.arange(6) % 3).astype(dtype)
+    want = x ** e
+    for backend in ("interpret", "llvm"):
+        got = tj.jit(lambda x: x ** e, backend=backend)(x)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
