@@ -542,5 +542,5 @@ def make_program(seed: int, kind: str = "plain") -> Program:
         return generate_control(seed)
     if kind == "selecting":
         from . import selecting
-        return generate(seed, selecting.candidate)
+        return selecting.generate(seed)
     return generate(seed) if kind == "mutating" else gen.generate(seed)

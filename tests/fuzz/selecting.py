@@ -1,6 +1,8 @@
-"""Selection programs (``--programs selecting``): mutating programs (``mutate.py``, checked
-against NumPy by ``oracle_mut.py``) whose statements are half drawn from the families below,
-what users write with data-dependent selections and loops carrying arrays:
+"""Selection programs (``--programs selecting``): half are mutating programs (``mutate.py``,
+checked against NumPy by ``oracle_mut.py``) whose statements are half drawn from the families
+below, what users write with data-dependent selections and loops carrying arrays; the other
+half plain programs (``gen.py``, llvm against the interpreter under the transform layers:
+derivatives and vmap through selections) with a quarter of their statements from ``value``:
 
 - ``mask_read``: ``x[x > c]`` (or ``x[m]`` of a mask over the leading axes, ``m`` computed from
   another array of the same shape) feeding a reduction (``sum``/``mean``/``max``/``min``/
@@ -198,3 +200,39 @@ def candidate(g):
         return mutate.candidate(g)
     w = np.array([f[1] for f in FAMILIES], float)
     return FAMILIES[g.rng.choice(len(FAMILIES), p=w / w.sum())][0](g)
+
+
+def value(g):
+    """A plain-program statement through a selection (so that the oracle's transform layers,
+    grad/jvp/vjp/jacobians/vmap, run through it): a selection read, or a local copy whose
+    selection is mapped and stored back (``y = x * 1.0; y[y > c] = sin(y[y > c])``)."""
+    rng = g.rng
+    x = g.pick(lambda v: _is_array(v) and v.ndim >= 1 and v.size and v.dtype.kind == "f")
+    if x is None:
+        return None
+    if rng.random() < 0.5:
+        cand = mask_read(g)
+        return None if cand is None or cand[0] is None else cand[:3]
+    m, um, _ = _mask(g, x)
+    m = m.replace(x, "{t}", 1) if m.startswith(x) else m
+    fn = rng.choice(["np.sin({s})", "{s} ** 2", "{s} * {s}.sum()", "np.exp(-{s})",
+                     "{s} + {s}.mean()"])
+    sel = "{t}[" + m + "]"
+    return ["{t} = " + x + " * 1.0", "{t}[" + m + "] = " + fn.format(s=sel)], [x] + um, \
+        ["sel:value:store"]
+
+
+def plain_candidate(g):
+    """A plain program's statement: a quarter through a selection, the rest ops.py's."""
+    from . import ops
+    return value(g) if g.rng.random() < 0.25 else ops.candidate(g)
+
+
+def generate(seed: int):
+    """Program ``seed`` of ``--programs selecting``: half mutating programs with these
+    families (checked against NumPy), half plain programs with ``value`` statements (checked
+    llvm against the interpreter under transforms)."""
+    from . import gen, mutate
+    if np.random.default_rng([seed, 13]).random() < 0.5:
+        return mutate.generate(seed, candidate)
+    return gen.generate(seed, draw=plain_candidate)
