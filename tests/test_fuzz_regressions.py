@@ -628,11 +628,15 @@ def _writes_column(v, k):
     v[0, k] = -1.0e30 * k                        # a traced float into uint64, a basic index
 
 
+def _writes_literal(v, k):
+    v[0, k] = -1                                 # a literal NumPy refuses, a traced index
+
+
 def _writes_fancy(v, k):
     v[np.array([k])] = -k                        # an advanced index: the value comes first
 
 
-@pytest.mark.parametrize("write", [_writes, _writes_column, _writes_fancy])
+@pytest.mark.parametrize("write", [_writes, _writes_column, _writes_literal, _writes_fancy])
 @pytest.mark.parametrize("k", [5, -5, 1, -1, 0, 3])
 def test_an_out_of_range_index_and_value_raise_numpys_error(write, k):
     """v[k] = -k into uint64 with k out of range: NumPy checks a basic index before it converts
