@@ -741,3 +741,17 @@ def test_power_by_a_numpy_integer_promotes_the_base(dtype, e):
         got = tj.jit(lambda x: x ** e, backend=backend)(x)
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.float32, np.bool_, np.int64])
+def test_dot_of_two_selections_keeps_the_dtype(dtype):
+    """np.dot(x[m], y[m]) of int8 selections is int8 in NumPy (dot keeps the dtype); tracejit
+    summed the products with sum's promotion to int64 (fuzz 12406 #184, #243)."""
+    def f(x, y):
+        return np.dot(x[x > 1], y[x > 1]), x[x > 1] @ y[x > 1]
+    x, y = np.array([3, 1, 2, 0, 5], dtype), np.array([1, 2, 3, 4, 5], dtype)
+    want = f(x, y)
+    for backend in ("interpret", "llvm"):
+        for g, w in zip(tj.jit(f, backend=backend)(x, y), want):
+            assert np.asarray(g).dtype == np.asarray(w).dtype
+            np.testing.assert_array_equal(g, w)
