@@ -686,8 +686,8 @@ def test_derivative_of_a_long_cumprod_is_an_associative_scan(shape, axis, revers
 
 
 def test_grad_of_cumprod_over_a_long_axis_is_fast_in_the_interpreter():
-    """The fuzz 12004 #410 program: one grad call in the interpreter took ~15 s; now ~0.03 s
-    of CPU (the bound leaves room for a loaded machine)."""
+    """The fuzz 12004 #410 program: one grad call in the interpreter took ~4 s of CPU (0.42 s
+    at 10^4 elements, linear); now ~0.03 s (the bound leaves room for a loaded machine)."""
     import time
 
     def f(x):
