@@ -17,10 +17,12 @@ def main(argv=None):
     p.add_argument("--minimize-findings", action="store_true",
                    help="after the run, minimise one finding per signature")
     p.add_argument("--show", type=int, metavar="INDEX", help="print program INDEX of --seed")
-    p.add_argument("--programs", choices=["plain", "mutating", "control", "mixed"],
+    p.add_argument("--programs", choices=["plain", "mutating", "control", "selecting", "mixed"],
                    default="plain",
                    help="plain programs, mutating ones (checked against NumPy), control-flow "
-                   "ones (gen_control.py, against NumPy), or mixed (10%% control, the rest "
+                   "ones (gen_control.py, against NumPy), selecting (selections, traced "
+                   "slices, loops carrying arrays: selecting.py, against NumPy), or mixed "
+                   "(10%% control, the rest "
                    "half each)")
     p.add_argument("--quiet", action="store_true")
     a = p.parse_args(argv)

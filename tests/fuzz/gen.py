@@ -277,9 +277,11 @@ class Gen:
         return True
 
 
-def generate(seed: int, big: bool | None = None) -> Program:
-    """The program for ``seed`` (deterministic)."""
+def generate(seed: int, big: bool | None = None, draw=None) -> Program:
+    """The program for ``seed`` (deterministic); ``draw(g)`` proposes statements (ops.py's
+    families by default)."""
     from . import ops
+    draw = draw or ops.candidate
     rng0 = np.random.default_rng([seed, 7])
     if big is None:
         big = rng0.random() < 0.05
@@ -289,7 +291,7 @@ def generate(seed: int, big: bool | None = None) -> Program:
     tries = 0
     while len(g.stmts) < n_stmts and tries < 60:
         tries += 1
-        g.try_add(ops.candidate(g))
+        g.try_add(draw(g))
     if not g.stmts:                               # always at least one statement
         g.try_add((f"{g.args[0].name} * 1", [g.args[0].name], ["copy"]))
         if not g.stmts:

@@ -494,8 +494,8 @@ def candidate(g):
     return FAMILIES[g.rng.choice(len(FAMILIES), p=w / w.sum())][0](g)
 
 
-def generate(seed: int) -> Program:
-    """The mutating program for ``seed`` (deterministic)."""
+def generate(seed: int, draw=candidate) -> Program:
+    """The mutating program for ``seed`` (deterministic); ``draw(g)`` proposes statements."""
     g = MutGen(seed, big=False)
     g.make_args()
     if all(a.kind != "array" or not a.shape for a in g.args) and g.rng.random() < 0.75:
@@ -510,7 +510,7 @@ def generate(seed: int) -> Program:
         tries += 1
         with warnings.catch_warnings():          # the families' own NumPy look-aheads
             warnings.simplefilter("ignore")
-            g.try_add(candidate(g))
+            g.try_add(draw(g))
     if g.rng.random() < 0.08:
         for _ in range(5):
             if g.try_add(raising(g), must_raise=True):
@@ -531,7 +531,7 @@ def pick_outputs(g) -> list:
 
 def make_program(seed: int, kind: str = "plain") -> Program:
     """Program ``seed`` of a campaign of ``kind``: plain, mutating, control (gen_control.py),
-    or mixed (10% control, the others half plain, half mutating: a separate draw, so that
+    selecting (selecting.py), or mixed (10% control, the others half plain, half mutating: a separate draw, so that
     the plain and mutating programs of a mixed seed are those they were before control)."""
     if kind == "mixed":
         kind = "mutating" if np.random.default_rng([seed, 11]).random() < 0.5 else "plain"
@@ -540,4 +540,7 @@ def make_program(seed: int, kind: str = "plain") -> Program:
     if kind == "control":
         from .gen_control import generate as generate_control
         return generate_control(seed)
+    if kind == "selecting":
+        from . import selecting
+        return selecting.generate(seed)
     return generate(seed) if kind == "mutating" else gen.generate(seed)

@@ -17,17 +17,19 @@ from ..ops.elementwise import check
 from ._base import concrete, convert, has_tracer, is_scalar
 from .creation import array
 from .intrange import _known, check_narrowing
-from .math import isinf, isnan, logical_or, trunc, where
+from .math import isinf, isnan, logical_and, logical_or, trunc, where
 
 
-def store_scalar(v, dtype):
+def store_scalar(v, dtype, valid=None):
     """``v``, a scalar NumPy stores into an integer array of ``dtype`` (``x[i] = v``,
     ``x.fill(v)``), as NumPy stores it: through Python's ``int()``, so a NaN raises ValueError,
     an infinity or a value outside the dtype's range OverflowError (at run time for a traced
     value: ``check``) — except a NumPy scalar into an unsigned array, which NumPy converts with
     a C cast through int64 that wraps (``np.float64(300.0)`` into uint8 is 44, ``-1.0`` 255).
     The caller has decided that ``v`` is a scalar (not a 0-d array, which NumPy casts); any
-    other value or destination is returned unchanged."""
+    other value or destination is returned unchanged. ``valid``, a traced bool or None: where
+    the index ``v`` is stored at is in bounds (``_index_valid``); the value's errors are raised
+    only there, so an out-of-range index raises its IndexError first, as in NumPy."""
     dtype = np.dtype(dtype)
     if dtype.kind not in "iu":
         return v
@@ -35,7 +37,15 @@ def store_scalar(v, dtype):
         if isinstance(v, Literal):
             v = concrete(v)
         if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool):
-            np.zeros((), dtype)[()] = v                # NumPy's own error, if any
+            try:
+                np.zeros((), dtype)[()] = v            # NumPy's own error, if any
+            except (ValueError, OverflowError) as e:
+                if valid is None:
+                    raise
+                # stored only where the traced index is out of bounds, which raises IndexError
+                error = "nan_to_int" if isinstance(e, ValueError) else \
+                    "inf_to_int" if np.isinf(v) else "scalar_out_of_bounds"
+                return check(valid, convert(valid, dtype), error=error)
         return v
     ty = type_of(v)
     if ty.ndim or ty.dtype.kind not in "iuf":
@@ -46,14 +56,14 @@ def store_scalar(v, dtype):
             wrapped = convert(convert(v, dtypes.int64), dtype)
             return where(v < 0, wrapped, convert(v, dtype)) if dtype == dtypes.uint64 else \
                 wrapped
-        v = check(isnan(v), v, error="nan_to_int")
-        v = check(isinf(v), v, error="inf_to_int")
+        v = check(_where_valid(isnan(v), valid), v, error="nan_to_int")
+        v = check(_where_valid(isinf(v), valid), v, error="inf_to_int")
         t = trunc(v)
-        return check(logical_or(t < info.min, t >= float(info.max + 1)), v,
+        return check(_where_valid(logical_or(t < info.min, t >= float(info.max + 1)), valid), v,
                      error="scalar_out_of_bounds")
     if not (ty.weak or signed):
         return v                                      # integer casts wrap, as NumPy's C cast
-    if _known(v) is not None:                         # a Python-int argument: its range fact
+    if _known(v) is not None and valid is None:       # a Python-int argument: its range fact
         check_narrowing(v, dtype)
         return v
     src = np.iinfo(ty.dtype)
@@ -61,22 +71,61 @@ def store_scalar(v, dtype):
         return v
     low, high = max(info.min, src.min), min(info.max, src.max)
     bad = logical_or(v < np.array(low, ty.dtype)[()], v > np.array(high, ty.dtype)[()])
-    return check(bad, v, error="scalar_out_of_bounds")
+    # (strong, so that storing it is not checked again, before the index)
+    return convert(check(_where_valid(bad, valid), v, error="scalar_out_of_bounds"), dtype)
 
 
-def setitem_value(v, idx, dtype):
+def _where_valid(bad, valid):
+    return bad if valid is None else logical_and(bad, valid)
+
+
+def setitem_value(v, idx, dtype, shape=None):
     """``v`` as ``x[idx] = v`` stores it into an array of ``dtype``. A Python number always goes
     through ``store_scalar`` (int(): NumPy's OverflowError). A NumPy scalar does too through a
     basic index (integers, slices, ``...``, a 0-d integer array), but an advanced index (an
     integer array or list, any boolean) makes NumPy convert the value to a 0-d array first and
     cast it as arrays are cast: ``x[mask] = np.uint64(2**63)`` wraps into int64 where
-    ``x[0] = np.uint64(2**63)`` raises OverflowError. Arrays are returned unchanged."""
+    ``x[0] = np.uint64(2**63)`` raises OverflowError. Arrays are returned unchanged. With the
+    array's ``shape``, a basic index is checked before the value, as NumPy does (an advanced
+    one after it: NumPy converts the value first)."""
     if isinstance(v, np.ndarray) or isinstance(v, Tracer) and not is_scalar(v):
         return v
+    advanced = _advanced(idx)
     numpy_scalar = isinstance(v, np.generic) or isinstance(v, Tracer) and not type_of(v).weak
-    if numpy_scalar and _advanced(idx):
+    if numpy_scalar and advanced:
         return v
-    return store_scalar(v, dtype)
+    valid = None if advanced or shape is None else _index_valid(idx, shape)
+    return store_scalar(v, dtype, valid)
+
+
+def _index_valid(idx, shape):
+    """Whether the basic index ``idx`` of an array of ``shape`` is in bounds: None when its
+    integers are all concrete (checked here, NumPy's IndexError), else a traced bool over the
+    traced ones. An index NumPy rejects for another reason is left to the indexing itself."""
+    parts = idx if isinstance(idx, tuple) else (idx,)
+    used = sum(p is not None and p is not Ellipsis for p in parts)
+    axis, valid = 0, None
+    for p in parts:
+        if p is None:
+            continue
+        if p is Ellipsis:
+            axis += len(shape) - used
+            continue
+        if axis >= len(shape):
+            return valid
+        n = shape[axis]
+        if isinstance(p, Tracer) and p.ndim == 0 and p.dtype.kind in "iu":
+            if p.dtype.kind == "u":
+                ok = convert(p, dtypes.uint64) < np.uint64(n)
+            else:
+                i = convert(p, dtypes.int64)
+                ok = logical_and(i >= np.int64(-n), i < np.int64(n))
+            valid = ok if valid is None else logical_and(valid, ok)
+        elif isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_)):
+            if not -n <= p < n:
+                raise IndexError(f"index {p} is out of bounds for axis {axis} with size {n}")
+        axis += 1
+    return valid
 
 
 def _advanced(idx) -> bool:

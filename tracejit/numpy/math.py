@@ -505,6 +505,8 @@ def scalar_power(x1, x2):
             if type(x2) is int:                  # NumPy converts it first: -1 is no uint8
                 check_narrowing(n, x1.dtype)
             int_exponent_sign(n)                 # raises NumPy's ValueError, at the user's line
+        if type(x2) is not int:                  # a NumPy integer is strong: it promotes x1
+            x1 = convert(x1, _promoted(x1, x2)[0])
         if x1.dtype.kind == "b":
             x1 = convert(x1, dtypes.int64)
         if n == 1:

@@ -203,8 +203,8 @@ _INPLACE = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//"
 for _op, _sym in _INPLACE.items():
     _METHODS[f"__i{_op}__"] = mutation.inplace(_METHODS[f"__{_op}__"], _sym)
 
-for _name in ("__pos__", "__abs__", "__neg__", "__invert__", "conj", "conjugate", "round",
-              "clip", "take", "repeat", "flatten", "cumsum", "cumprod"):
+for _name in ("__pos__", "__abs__", "__neg__", "__invert__", "__pow__", "conj", "conjugate",
+              "round", "clip", "take", "repeat", "flatten", "cumsum", "cumprod"):
     _METHODS[_name] = _new_array(_METHODS[_name])
 for _name, _fn in _METHODS.items():
     setattr(Tracer, _name, _fn)

@@ -155,7 +155,7 @@ def setitem(self, idx, v):
             "(every other write buffers); write x[mask] = v.copy() for the buffered result")
     selected = isinstance(v, selection.Selection)
     if not selected:
-        v = intstore.setitem_value(v, idx, self.dtype)
+        v = intstore.setitem_value(v, idx, self.dtype, self.shape)
     if selected or isinstance(selection.index_part(idx), (slice, selection.Selection)):
         # (x[mask] = y[mask] * 2, x[a:b] = v with traced bounds: see selection.py)
         assign(self, selection.store(value(self), selection.store_mask(self, idx), v))

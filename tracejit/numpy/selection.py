@@ -383,7 +383,8 @@ def dot(a, b):
     if not (isinstance(a, Selection) and isinstance(b, Selection)) or a.rows or b.rows:
         raise _unsupported("a matrix product with an operand of another length")
     prod = a._binary(lambda x, y: x * y, b, "dot")
-    return _reduce(prod, "sum", None, None, None, False)
+    # (in the product's dtype: dot of int8 is int8, where sum would promote it to int64)
+    return _reduce(prod, "sum", None, prod.values.dtype, None, False)
 
 
 def _vdot(a, b):

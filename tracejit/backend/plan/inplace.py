@@ -248,9 +248,11 @@ def stops_before_writing(step) -> bool:
             step.eqn.params["length"] is None:
         return False
     body = step.subs[0]
+    if any(may_stop(s) for s in body.steps):      # (first: a while's stacks have no size)
+        return False
     work = step.eqn.params["length"] * sum(int(s.eqn.outvars[0].ty.size) if isinstance(
         s, ScanStep) else _elements(s) for s in body.steps)
-    return work <= ATOMIC_LOOP_ELEMENTS and not any(may_stop(s) for s in body.steps)
+    return work <= ATOMIC_LOOP_ELEMENTS
 
 
 def _elements(step) -> int:
