@@ -755,3 +755,23 @@ def test_dot_of_two_selections_keeps_the_dtype(dtype):
         for g, w in zip(tj.jit(f, backend=backend)(x, y), want):
             assert np.asarray(g).dtype == np.asarray(w).dtype
             np.testing.assert_array_equal(g, w)
+
+
+def test_matmul_epilogue_of_a_flattened_scalar_product_reads_its_operand_contiguously():
+    """jacrev(grad) of dot(cumprod(a), a) on llvm: a product of a [4, 4] matrix with the scalar
+    1.0 (from the transposes) runs as a [16, 1] kernel; its epilogue `+ at` read the [4, 4]
+    operand with the matrix's row stride 4 instead of 1 (fuzz 12409 #868: wrong values, reads
+    past the operand)."""
+    f = lambda a: np.dot(np.cumprod(a), a)      # noqa: E731
+    a = np.array([0.3, 0.7, 0.1, 0.9])
+    outs = {}
+    for backend in ("interpret", "llvm"):
+        saved, tj.config.backend = tj.config.backend, backend
+        try:
+            outs[backend] = tj.jacrev(tj.grad(f))(a)
+        finally:
+            tj.config.backend = saved
+    np.testing.assert_allclose(outs["llvm"], outs["interpret"], rtol=1e-13, atol=1e-15)
+    g, eps = tj.grad(f), 1e-6
+    fd = np.array([(g(a + eps * e) - g(a - eps * e)) / (2 * eps) for e in np.eye(4)])
+    np.testing.assert_allclose(outs["llvm"], fd, rtol=1e-6, atol=1e-8)

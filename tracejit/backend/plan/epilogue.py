@@ -111,12 +111,19 @@ def _sink_cheap(plan, g, keep):
 
 
 def _matrix_view(v, shape2):
-    """A view of a 1-D product's shape read as the kernel's [M, N] (``shape2``): a matrix-vector
-    product's [M] is [M, 1], a vector-matrix product's [N] is [1, N]."""
-    if len(v.shape) == 2:
+    """A view of the product's shape read as the kernel's [M, N] (``shape2``), or None: a
+    matrix-vector product's [M] is [M, 1], a vector-matrix product's [N] is [1, N]; a 2-D
+    product the kernel computes as another [M, N] (a product with a scalar, flattened) can be
+    read so only from a C-contiguous view (its row stride is not the kernel's)."""
+    if tuple(v.shape) == tuple(shape2):
         return v
-    strides = (v.strides[0], 0) if shape2[1] == 1 else (0, v.strides[0])
-    return View(v.base, v.offset, strides, shape2, v.dtype)
+    if len(v.shape) == 1:
+        strides = (v.strides[0], 0) if shape2[1] == 1 else (0, v.strides[0])
+        return View(v.base, v.offset, strides, shape2, v.dtype)
+    rows, cols = v.shape
+    if (cols == 1 or v.strides[1] == 1) and (rows == 1 or v.strides[0] == cols):
+        return View(v.base, v.offset, (shape2[1], 1), shape2, v.dtype)
+    return None
 
 
 def _plan_one(plan, step):
@@ -163,6 +170,8 @@ def _plan_one(plan, step):
                 v = View(v.base, v.offset, (0, 0), shape2, v.dtype)
             elif v.shape == p.ty.shape:
                 v = _matrix_view(v, shape2)
+                if v is None:
+                    return None
             else:
                 return None
             if v.strides[1] not in (0, 1):
