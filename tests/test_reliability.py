@@ -475,7 +475,7 @@ def test_a_failing_compile_does_not_strand_waiting_threads(busy_switching):
 
 def _backend_locks():
     """Every module-level lock of the backend that may be held around a compile, by name."""
-    from tracejit.backend.emit import fftlib, ffttables
+    from tracejit.backend.emit import fftlib, ffttables, sortlib
     from tracejit.backend.engine import loaded, threads
     from tracejit.backend.mathlib import library as mathlib
     from tracejit.backend.matmul import blas
@@ -485,6 +485,7 @@ def _backend_locks():
             "blas._lock": blas._lock, "pyabi_dispatch._lock": pyabi_dispatch._lock,
             "tiers._worker_lock": tiers._worker_lock, "tiers.hot_lock": tiers.hot_lock,
             "diskcache._stats_lock": diskcache._stats_lock, "fftlib._lock": fftlib._lock,
+            "sortlib._lock": sortlib._lock,
             "ffttables._tables_lock": ffttables._tables_lock}
 
 
