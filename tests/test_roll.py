@@ -380,11 +380,21 @@ def _unrolled_rnn_graph(T):
 
 
 def test_pass_is_linear():
-    small, large = _unrolled_rnn_graph(40), _unrolled_rnn_graph(160)
+    """Rolling 4x the steps costs about 4x (a quadratic pass would cost 16x). The sizes are
+    large enough (tens of ms) and the runs interleaved, so that a busy neighbour on a 2-core
+    machine slows both sizes alike; the bound allows 2x noise on the linear ratio."""
+    small, large = _unrolled_rnn_graph(80), _unrolled_rnn_graph(320)
     assert len(large.eqns) > 3.8 * len(small.eqns)
-    t_small = _cpu(lambda: _roll_rounds(small))
-    t_large = _cpu(lambda: _roll_rounds(large))
-    assert t_large <= 6 * t_small, (t_small, t_large)
+    gc.collect()
+    gc.freeze()
+    try:
+        t_small = t_large = np.inf
+        for _ in range(4):
+            t_small = min(t_small, _cpu(lambda: _roll_rounds(small), repeat=1))
+            t_large = min(t_large, _cpu(lambda: _roll_rounds(large), repeat=1))
+    finally:
+        gc.unfreeze()
+    assert t_large <= 8 * t_small, (t_small, t_large)
 
 
 def test_rnn_gradient_compile_time_flat():
